@@ -1,0 +1,61 @@
+import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+
+/**
+ * Passwords are stored as scrypt hashes, a memory-hard function in node:crypto, with a
+ * per-credential salt: `scrypt$<N>$<r>$<p>$<salt base64>$<hash base64>`. node:crypto's async
+ * scrypt runs on the libuv pool, off the event loop.
+ */
+export interface ScryptParameters {
+  N: number;
+  r: number;
+  p: number;
+}
+
+export const DEFAULT_SCRYPT: ScryptParameters = { N: 16384, r: 8, p: 1 };
+const KEY_LENGTH = 32;
+
+export interface ParsedHash extends ScryptParameters {
+  salt: Buffer;
+  hash: Buffer;
+}
+
+function derive(password: string, salt: Buffer, params: ScryptParameters, length: number): Promise<Buffer> {
+  const options: ScryptOptions = { N: params.N, r: params.r, p: params.p, maxmem: 256 * params.N * params.r + 1024 * 1024 };
+  return new Promise((resolve, reject) => {
+    scrypt(password.normalize('NFC'), salt, length, options, (error, key) => (error ? reject(error) : resolve(key)));
+  });
+}
+
+export async function hashPassword(password: string, params: ScryptParameters = DEFAULT_SCRYPT): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await derive(password, salt, params, KEY_LENGTH);
+  return ['scrypt', params.N, params.r, params.p, salt.toString('base64'), hash.toString('base64')].join('$');
+}
+
+/** Throws a TypeError naming the problem: used when loading the credentials file. */
+export function parsePasswordHash(text: string): ParsedHash {
+  const parts = text.split('$');
+  if (parts.length !== 6 || parts[0] !== 'scrypt') throw new TypeError('must be "scrypt$N$r$p$salt$hash" (use npm run hash-password)');
+  const [N, r, p] = [Number(parts[1]), Number(parts[2]), Number(parts[3])];
+  if (!Number.isInteger(N) || N < 1024 || (N & (N - 1)) !== 0) throw new TypeError('scrypt N must be a power of two of at least 1024');
+  if (!Number.isInteger(r) || r < 1 || r > 32 || !Number.isInteger(p) || p < 1 || p > 16) throw new TypeError('scrypt r or p is out of range');
+  const salt = Buffer.from(parts[4] ?? '', 'base64');
+  const hash = Buffer.from(parts[5] ?? '', 'base64');
+  if (salt.length < 16) throw new TypeError('salt must be at least 16 bytes');
+  if (hash.length < 16) throw new TypeError('hash must be at least 16 bytes');
+  return { N, r, p, salt, hash };
+}
+
+export async function verifyPassword(password: string, stored: ParsedHash): Promise<boolean> {
+  const candidate = await derive(password, stored.salt, stored, stored.hash.length);
+  return timingSafeEqual(candidate, stored.hash);
+}
+
+/**
+ * A real hash of a random password with the default parameters, computed once at start-up:
+ * unknown usernames are verified against it so that they cost as much as a wrong password
+ * (a malformed dummy would return early and re-open the timing channel).
+ */
+export async function createDummyHash(): Promise<ParsedHash> {
+  return parsePasswordHash(await hashPassword(randomBytes(24).toString('base64')));
+}

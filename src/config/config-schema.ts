@@ -1,0 +1,144 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/**
+ * A secret is never written in a committed file: the config names where it lives, either a
+ * file (`{ file: /run/secrets/x }`, relative paths from the config file's folder) or an
+ * environment variable (`{ env: NAME }`).
+ */
+export const SecretRefSchema = Type.Object(
+  {
+    file: Type.Optional(Type.String({ minLength: 1 })),
+    env: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
+  },
+  { additionalProperties: false, minProperties: 1, maxProperties: 1, description: 'exactly one of { file } or { env }' },
+);
+export type SecretRef = Static<typeof SecretRefSchema>;
+
+const Port = Type.Integer({ minimum: 0, maximum: 65535 });
+const Listener = Type.Object({ host: Type.String({ minLength: 1 }), port: Port }, { additionalProperties: false });
+const PositiveInt = (options: { maximum?: number; default?: number } = {}) => Type.Integer({ minimum: 1, ...options });
+const Window = (points: number, windowSeconds: number) =>
+  Type.Object(
+    { points: PositiveInt({ default: points }), windowSeconds: PositiveInt({ default: windowSeconds }) },
+    { additionalProperties: false, default: {} },
+  );
+
+export const ConfigFileSchema = Type.Object(
+  {
+    environment: Type.Union([Type.Literal('local'), Type.Literal('sandbox'), Type.Literal('production')]),
+    listeners: Type.Object(
+      {
+        https: Listener,
+        plainHttp: Type.Optional(Listener),
+        admin: Type.Object(
+          { host: Type.String({ minLength: 1, default: '127.0.0.1' }), port: Port },
+          { additionalProperties: false },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    tls: Type.Object({ cert: SecretRefSchema, key: SecretRefSchema }, { additionalProperties: false }),
+    trustedProxies: Type.Array(Type.String(), { default: [] }),
+    allowlist: Type.Array(Type.String(), { minItems: 1 }),
+    store: Type.Object(
+      {
+        kind: Type.Union([Type.Literal('memory'), Type.Literal('redis')]),
+        redis: Type.Optional(
+          Type.Object(
+            {
+              url: Type.String({ pattern: '^rediss?://' }),
+              password: Type.Optional(SecretRefSchema),
+              keyPrefix: Type.String({ minLength: 1 }),
+              commandTimeoutMs: PositiveInt({ maximum: 5000, default: 300 }),
+              connectTimeoutMs: PositiveInt({ maximum: 10000, default: 500 }),
+            },
+            { additionalProperties: false },
+          ),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    connector: Type.Object(
+      {
+        url: Type.String({ pattern: '^https?://[^/?#]+/?$' }),
+        timeoutMs: PositiveInt({ maximum: 120000, default: 5000 }),
+        connections: PositiveInt({ maximum: 1024, default: 64 }),
+        tls: Type.Optional(
+          Type.Object(
+            { ca: Type.Optional(SecretRefSchema), cert: Type.Optional(SecretRefSchema), key: Type.Optional(SecretRefSchema) },
+            { additionalProperties: false },
+          ),
+        ),
+        sharedSecret: Type.Optional(SecretRefSchema),
+      },
+      { additionalProperties: false },
+    ),
+    rateLimits: Type.Object(
+      {
+        login: Window(5, 60),
+        refresh: Window(5, 60),
+        loginLockout: Type.Object(
+          {
+            maxConsecutiveFailures: PositiveInt({ default: 10 }),
+            lockoutSeconds: PositiveInt({ default: 1800 }),
+          },
+          { additionalProperties: false, default: {} },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    tokens: Type.Object(
+      {
+        issuer: Type.String({ minLength: 1 }),
+        audience: Type.String({ minLength: 1 }),
+        algorithm: Type.Union([Type.Literal('EdDSA'), Type.Literal('ES256')], { default: 'EdDSA' }),
+        accessTokenTtlSeconds: PositiveInt({ maximum: 3600, default: 3600 }),
+        refreshTokenTtlSeconds: PositiveInt({ maximum: 86400, default: 86400 }),
+        refreshGraceSeconds: Type.Integer({ minimum: 0, maximum: 60, default: 60 }),
+        clockToleranceSeconds: Type.Integer({ minimum: 0, maximum: 60, default: 5 }),
+        verifiedTokenCacheSize: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 10000 }),
+        signingKey: Type.Object(
+          { kid: Type.String({ minLength: 1 }), privateKey: SecretRefSchema },
+          { additionalProperties: false },
+        ),
+        verificationKeys: Type.Array(
+          Type.Object({ kid: Type.String({ minLength: 1 }), publicKey: SecretRefSchema }, { additionalProperties: false }),
+          { default: [] },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    credentialsFile: Type.String({ minLength: 1 }),
+    issuingAccounts: Type.Record(
+      Type.String({ minLength: 1 }),
+      Type.Object(
+        { currencies: Type.Array(Type.String({ pattern: '^[A-Z]{3}$' }), { minItems: 1, uniqueItems: true }) },
+        { additionalProperties: false },
+      ),
+    ),
+    cards: Type.Object(
+      {
+        encryptionKey: SecretRefSchema,
+        idempotencyTtlSeconds: PositiveInt({ maximum: 7 * 86400, default: 86400 }),
+        bodyLimitBytes: PositiveInt({ maximum: 1048576, default: 16384 }),
+      },
+      { additionalProperties: false },
+    ),
+    audit: Type.Object(
+      { file: Type.String({ minLength: 1 }), fsync: Type.Boolean({ default: false }) },
+      { additionalProperties: false },
+    ),
+    logging: Type.Object(
+      {
+        level: Type.Union(
+          ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+          { default: 'info' },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type ConfigFile = Static<typeof ConfigFileSchema>;

@@ -1,0 +1,36 @@
+import { startSandboxConnector } from './sandbox-connector.js';
+
+// Standalone entry of the sandbox processor-connector for the local run and the benchmarks.
+const env = process.env;
+const host = env['SANDBOX_CONNECTOR_HOST'] ?? '127.0.0.1';
+const portText = env['SANDBOX_CONNECTOR_PORT'] ?? '9700';
+const port = Number(portText);
+if (!/^\d+$/.test(portText) || port > 65_535) {
+  throw new TypeError(`SANDBOX_CONNECTOR_PORT: not a port number: ${portText}`);
+}
+const secret = env['SANDBOX_CONNECTOR_SECRET'];
+
+const connector = await startSandboxConnector({
+  host,
+  port,
+  controls: env['SANDBOX_CONNECTOR_CONTROLS'] === 'true',
+  ...(secret !== undefined && secret !== '' ? { sharedSecret: secret } : {}),
+});
+process.stdout.write(`sandbox connector listening on ${connector.url}\n`);
+
+let closing = false;
+const shutdown = (): void => {
+  if (closing) return;
+  closing = true;
+  connector.close().then(
+    () => {
+      process.exitCode = 0;
+    },
+    (error: unknown) => {
+      process.stderr.write(`sandbox connector: close failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+};
+process.once('SIGTERM', shutdown);
+process.once('SIGINT', shutdown);

@@ -1,0 +1,67 @@
+import './provided-context.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+import type { TestProject } from 'vitest/node';
+
+/**
+ * Finds a Redis for the suites that need one: REDIS_URL (default 127.0.0.1:6379), or else a
+ * private redis-server on a free loopback port. Under CI=true a missing Redis fails the run
+ * instead of silently skipping the Redis suites.
+ */
+let privateServer: ChildProcess | undefined;
+
+async function answers(url: string): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function startPrivateRedis(): Promise<string | undefined> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const spawned = await new Promise<boolean>((resolve) => {
+    child.once('error', () => resolve(false));
+    child.once('spawn', () => resolve(true));
+  });
+  if (!spawned) return undefined;
+  privateServer = child;
+  const url = `redis://127.0.0.1:${port}`;
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    if (await answers(url)) return url;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  const wanted = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+  let url: string | undefined = (await answers(wanted)) ? wanted : await startPrivateRedis();
+  if (!url) {
+    const message = `No Redis answers at ${wanted} and no redis-server could be started: the Redis suites cannot run.`;
+    if (process.env['CI'] === 'true') throw new Error(message);
+    process.stderr.write(`${message}\n`);
+    url = '';
+  }
+  project.provide('redisUrl', url);
+  return () => {
+    privateServer?.kill('SIGTERM');
+  };
+}
