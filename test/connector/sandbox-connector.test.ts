@@ -169,6 +169,14 @@ describe('sandbox connector contract', () => {
       payload: '[1]',
     });
     expect(notObject.statusCode).toBe(400);
+    const plain = await app.inject({
+      method: 'POST',
+      url: '/v1/cards',
+      headers: { 'idempotency-key': keyOf(body), 'content-type': 'text/plain' },
+      payload: JSON.stringify(body),
+    });
+    expect(plain.statusCode).toBe(415);
+    expect(typeof plain.json<{ message: unknown }>().message).toBe('string');
     expect((await stats(app)).cardsCreated).toBe(0);
   });
 
@@ -358,6 +366,31 @@ describe('sandbox connector over a real socket', () => {
     const s = (await (await fetch(`${connector.url}/__control/stats`)).json()) as SandboxStats;
     expect(s.cardsCreated).toBe(1);
     expect(s.keys).toEqual([keyOf(body)]);
+  });
+
+  it('close answers a pending delayed request at once instead of waiting it out', async () => {
+    const connector = await start();
+    await fetch(`${connector.url}/__control/mode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ mode: 'delay', delayMs: 60_000 }),
+    });
+    const body = cardBody();
+    const started = Date.now();
+    const pending = fetch(`${connector.url}/v1/cards`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': keyOf(body) },
+      body: JSON.stringify(body),
+    });
+    // Wait until the request has reached the connector and is being held.
+    while ((await connector.app.inject({ method: 'GET', url: '/__control/stats' })).json<SandboxStats>().cardsCreated === 0) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await connector.close();
+    const res = await pending;
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { cardId: string }).cardId).toMatch(/^card_/);
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('reports the bound address and answers /health', async () => {

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { luhnCheckDigit } from './luhn.js';
@@ -137,10 +138,33 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
     if (status >= 500) request.log.error({ err: { message: error.message } }, 'sandbox connector error');
     return reply.code(status).send({ message: status < 500 ? error.message : 'internal error' });
   });
+  // The contract speaks JSON only; Fastify would otherwise accept text/plain bodies too.
+  app.removeContentTypeParser('text/plain');
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: 'not found' }));
 
+  // Node's server.close() waits for every socket, including ones a pooling client opened but
+  // never used, until the client's keep-alive timer fires (seconds). Tests and benchmarks close
+  // sandboxes often, so close ends idle sockets at once and busy ones after their answer.
+  const activeRequests = new Map<Socket, number>();
+  let closing = false;
+  app.server.on('connection', (socket: Socket) => {
+    activeRequests.set(socket, 0);
+    socket.once('close', () => activeRequests.delete(socket));
+  });
+  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket;
+    activeRequests.set(socket, (activeRequests.get(socket) ?? 0) + 1);
+    response.once('close', () => {
+      const left = (activeRequests.get(socket) ?? 1) - 1;
+      activeRequests.set(socket, left);
+      if (closing && left === 0) socket.end();
+    });
+  });
+
   app.addHook('preClose', (done) => {
+    closing = true;
     for (const release of pendingDelays) release();
+    for (const [socket, active] of activeRequests) if (active === 0) socket.destroy();
     done();
   });
 
@@ -244,8 +268,9 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
       }
       const key = request.headers['idempotency-key'];
       if (typeof key !== 'string' || key === '') throw new BadRequest('Idempotency-Key header is required');
+      const input = parseCardRequest(request.body, key);
       const existing = cards.get(key);
-      const card = existing ?? createCard(parseCardRequest(request.body, key));
+      const card = existing ?? createCard(input);
       if (existing === undefined) cards.set(key, card);
       if (mode.mode === 'delay') await wait(mode.delayMs);
       if (existing !== undefined) reply.code(200).header('idempotent-replayed', 'true');

@@ -1,0 +1,42 @@
+import type { CredentialDirectory } from '../auth/credentials.js';
+import type { AddressRanges } from '../edge/address-ranges.js';
+import type { GatewayConfig } from './load-config.js';
+
+/** The parts of the config that a reload (SIGHUP, D22) replaces while the gateway runs. */
+export interface LiveSnapshot {
+  readonly allowlist: AddressRanges;
+  readonly trustedProxies: AddressRanges;
+  readonly credentials: CredentialDirectory;
+  readonly issuingAccounts: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+export const RELOADABLE = ['allowlist', 'trustedProxies', 'credentials (credentialsFile)', 'issuingAccounts'] as const;
+
+/**
+ * Holds the current snapshot. Requests read `current` once and use that object throughout, so
+ * a reload never mixes an old allowlist with new credentials inside one request.
+ */
+export class LiveSettings {
+  #current: LiveSnapshot;
+
+  constructor(config: GatewayConfig) {
+    this.#current = LiveSettings.snapshot(config);
+  }
+
+  static snapshot(config: GatewayConfig): LiveSnapshot {
+    return Object.freeze({
+      allowlist: config.allowlist,
+      trustedProxies: config.trustedProxies,
+      credentials: config.credentials,
+      issuingAccounts: config.issuingAccounts,
+    });
+  }
+
+  get current(): LiveSnapshot {
+    return this.#current;
+  }
+
+  apply(config: GatewayConfig): void {
+    this.#current = LiveSettings.snapshot(config);
+  }
+}

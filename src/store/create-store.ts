@@ -1,0 +1,12 @@
+import type { GatewayConfig } from '../config/load-config.js';
+import { MemoryStore } from './memory/memory-store.js';
+import { createRedisClient } from './redis/redis-client.js';
+import { RedisStore } from './redis/redis-store.js';
+import type { GatewayStore } from './store-types.js';
+
+/** The store the config names; the Redis one namespaces its keys per environment (D8). */
+export function createStore(config: GatewayConfig['store'], now: () => number): GatewayStore {
+  if (config.kind === 'memory') return new MemoryStore(now);
+  const client = createRedisClient(config);
+  return new RedisStore(client, config.keyPrefix);
+}

@@ -1,0 +1,289 @@
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import type { Redis } from 'ioredis';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { StoreUnavailableError, type StoredCard, type TokenRef } from '../../src/store/store-types.js';
+import { createTestRedisStore, keysWithPrefix, requireRedisUrl, unusedPort, uniquePrefix, type TestRedisStore } from '../support/redis.js';
+import { sampleRecord, storeContract } from './store-contract.js';
+
+storeContract('redis', async () => {
+  const { store, cleanup } = await createTestRedisStore('contract');
+  return { store, cleanup };
+});
+
+const T0 = 1_700_000_000_000;
+const DAY = 24 * 60 * 60 * 1000;
+const GRACE = 60_000;
+/** The cleanup TTL the store adds on top of a record's own lifetime. */
+const SLACK = 60_000;
+
+const opened: TestRedisStore[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((t) => t.cleanup()));
+});
+
+async function open(label: string): Promise<TestRedisStore> {
+  const t = await createTestRedisStore(label);
+  opened.push(t);
+  return t;
+}
+
+const freshToken = (): TokenRef => ({ familyId: `fam_${randomUUID()}`, tokenHash: `h_${randomUUID()}` });
+
+async function pttls(client: Redis, prefix: string): Promise<Map<string, number>> {
+  const keys = await keysWithPrefix(client, prefix);
+  const result = new Map<string, number>();
+  for (const key of keys) result.set(key, await client.pttl(key));
+  return result;
+}
+
+function expectAllExpiring(ttls: Map<string, number>, maxMs: number): void {
+  expect(ttls.size).toBeGreaterThan(0);
+  for (const [key, ttl] of ttls) {
+    expect({ key, hasTtl: ttl > 0 }).toEqual({ key, hasTtl: true });
+    expect(ttl).toBeLessThanOrEqual(maxMs);
+  }
+}
+
+describe('RedisStore: what it writes (D18)', () => {
+  it('keeps only state, expiry and the sealed record in an idempotency hash, never a plaintext PAN or CVC', async () => {
+    const { store, client, prefix } = await open('secrets');
+    const pan = '4242424242424242';
+    const cvc = '987';
+    // What a gateway stores: masked PAN and an opaque sealed blob (here: not derived from the PAN).
+    const record: StoredCard = { ...sampleRecord({ maskedPan: '************4242' }), sealedSecrets: `v1.${randomUUID()}.${randomUUID()}` };
+    await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    await store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record, expiresAt: T0 + DAY, now: T0 + 1 });
+
+    const keys = await keysWithPrefix(client, prefix);
+    expect(keys).toHaveLength(1);
+    const hash = await client.hgetall(keys[0] ?? '');
+    expect(Object.keys(hash).sort()).toEqual(['exp', 'record', 'state']);
+    expect(hash['state']).toBe('completed');
+    expect(hash['exp']).toBe(String(T0 + DAY));
+    expect(JSON.parse(hash['record'] ?? 'null')).toStrictEqual(record);
+    for (const value of Object.values(hash)) {
+      expect(value).not.toContain(pan);
+      expect(value).not.toMatch(/"(pan|cvc)"/);
+      expect(value).not.toContain(`"${cvc}"`);
+    }
+  });
+
+  it('keeps no owner or lease left over from the claim once completed', async () => {
+    const { store, client, prefix } = await open('leftover');
+    await store.idempotency.reserve('acct-1:req-2', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    const [key] = await keysWithPrefix(client, prefix);
+    expect(Object.keys(await client.hgetall(key ?? '')).sort()).toEqual(['leaseExp', 'owner', 'state']);
+    await store.idempotency.complete('acct-1:req-2', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 1 });
+    expect(Object.keys(await client.hgetall(key ?? '')).sort()).toEqual(['exp', 'record', 'state']);
+  });
+});
+
+describe('RedisStore: every record expires', () => {
+  it('gives the family and its first token a TTL on createFamily', async () => {
+    const { store, client, prefix } = await open('ttl-create');
+    await store.sessions.createFamily({ token: freshToken(), credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
+    const ttls = await pttls(client, prefix);
+    expect(ttls.size).toBe(2);
+    expectAllExpiring(ttls, DAY + SLACK);
+  });
+
+  it('gives the new token a TTL on rotate and keeps the family alive as long as its newest token', async () => {
+    const { store, client, prefix } = await open('ttl-rotate');
+    const token = freshToken();
+    // a short-lived first token, rotated into a day-long one
+    await store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + 5_000, now: T0 });
+    const outcome = await store.sessions.rotate({
+      token,
+      credentialId: 'c',
+      newTokenHash: `h_${randomUUID()}`,
+      newExpiresAt: T0 + 1_000 + DAY,
+      now: T0 + 1_000,
+      graceMs: GRACE,
+    });
+    expect(outcome).toBe('rotated');
+    const ttls = await pttls(client, prefix);
+    expect(ttls.size).toBe(3);
+    expectAllExpiring(ttls, DAY + SLACK);
+    const family = [...ttls].find(([key]) => key.includes('fam:'));
+    expect(family?.[1]).toBeGreaterThan(DAY);
+  });
+
+  it('gives idempotency claims and records a TTL', async () => {
+    const { store, client, prefix } = await open('ttl-idem');
+    await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    expectAllExpiring(await pttls(client, prefix), 10_000 + SLACK);
+    await store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 1 });
+    const ttls = await pttls(client, prefix);
+    expectAllExpiring(ttls, DAY + SLACK);
+    expect([...ttls.values()][0]).toBeGreaterThan(DAY - 60_000);
+  });
+
+  it('gives lockout counters and rate-limit counters a TTL', async () => {
+    const { store, client, prefix } = await open('ttl-lock');
+    const lockoutMs = 30 * 60_000;
+    for (let i = 0; i < 10; i += 1) await store.lockouts.recordFailure('alice', { now: T0 + i, maxFailures: 10, lockoutMs });
+    await store.lockouts.recordFailure('bob', { now: T0, maxFailures: 10, lockoutMs });
+    await store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 }).consume('alice');
+    const ttls = await pttls(client, prefix);
+    expect(ttls.size).toBe(3);
+    expectAllExpiring(ttls, lockoutMs + SLACK);
+  });
+});
+
+describe('RedisStore: namespaces (D8)', () => {
+  it('keeps every key under its prefix', async () => {
+    const { store, client, prefix } = await open('ns-keys');
+    await store.sessions.createFamily({ token: freshToken(), credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
+    await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    await store.lockouts.recordFailure('alice', { now: T0, maxFailures: 10, lockoutMs: 60_000 });
+    await store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 }).consume('alice');
+    const keys = await keysWithPrefix(client, prefix);
+    expect(keys).toHaveLength(5);
+    for (const key of keys) expect(key.startsWith(prefix)).toBe(true);
+  });
+
+  it('does not let stores with different prefixes see each other', async () => {
+    const sandbox = await open('ns-sandbox');
+    const production = await open('ns-production');
+    const token = freshToken();
+    const record = sampleRecord();
+    await sandbox.store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
+    await sandbox.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    await sandbox.store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record, expiresAt: T0 + DAY, now: T0 + 1 });
+    for (let i = 0; i < 10; i += 1) await sandbox.store.lockouts.recordFailure('alice', { now: T0 + i, maxFailures: 10, lockoutMs: 60_000 });
+    const sandboxLimiter = sandbox.store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 });
+    for (let i = 0; i < 5; i += 1) await sandboxLimiter.consume('alice');
+
+    const rotateArgs = { token, credentialId: 'c', newTokenHash: `h_${randomUUID()}`, newExpiresAt: T0 + DAY, now: T0 + 100, graceMs: GRACE };
+    expect(await production.store.sessions.rotate(rotateArgs)).toBe('unknown');
+    expect(await production.store.sessions.revokeFamily({ token, credentialId: 'c', now: T0 + 100, graceMs: GRACE })).toBe('unknown');
+    expect(await production.store.idempotency.peek('acct-1:req-1', T0 + 100)).toEqual({ state: 'reserved' });
+    expect(await production.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-2', now: T0 + 100, leaseMs: 10_000 })).toEqual({ state: 'reserved' });
+    expect(await production.store.lockouts.lockedUntil('alice', T0 + 100)).toBe(0);
+    await expect(production.store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 }).consume('alice')).resolves.toMatchObject({
+      remainingPoints: 4,
+    });
+
+    // and the sandbox's own state is untouched by production's writes
+    expect(await sandbox.store.idempotency.peek('acct-1:req-1', T0 + 100)).toEqual({ state: 'completed', record });
+    expect(await sandbox.store.sessions.rotate(rotateArgs)).toBe('rotated');
+    expect(await sandbox.store.lockouts.lockedUntil('alice', T0 + 100)).toBeGreaterThan(0);
+  });
+
+  it('shares everything between replicas on the same prefix', async () => {
+    const first = await open('replicas');
+    const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
+    client.on('error', () => undefined);
+    const second = new RedisStore(client, first.prefix);
+    try {
+      expect(await waitUntilReady(client, 5_000)).toBe(true);
+      const token = freshToken();
+      await first.store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
+      const results = await Promise.all(
+        [first.store, second, first.store, second].map((s, i) =>
+          s.sessions.rotate({ token, credentialId: 'c', newTokenHash: `h_${i}`, newExpiresAt: T0 + DAY, now: T0 + 1_000 + i, graceMs: GRACE }),
+        ),
+      );
+      expect(results).toEqual(['rotated', 'rotated', 'rotated', 'rotated']);
+      expect(
+        await second.sessions.rotate({ token, credentialId: 'c', newTokenHash: 'h_late', newExpiresAt: T0 + DAY, now: T0 + 1_000 + GRACE, graceMs: GRACE }),
+      ).toBe('reuse');
+      expect(
+        await first.store.sessions.rotate({ token: { ...token, tokenHash: 'h_3' }, credentialId: 'c', newTokenHash: 'h_x', newExpiresAt: T0 + DAY, now: T0 + 2 * GRACE, graceMs: GRACE }),
+      ).toBe('revoked');
+
+      await first.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+      expect(await second.idempotency.reserve('acct-1:req-1', { owner: 'gw-2', now: T0 + 1, leaseMs: 10_000 })).toEqual({
+        state: 'pending',
+        leaseExpiresAt: T0 + 10_000,
+      });
+
+      const a = first.store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 });
+      const b = second.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 });
+      for (let i = 0; i < 5; i += 1) await (i % 2 ? a : b).consume('alice');
+      await expect(b.consume('alice')).rejects.toBeInstanceOf(RateLimiterRes);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('RedisStore: fail fast when Redis is unreachable (D23)', () => {
+  let store: RedisStore;
+  let client: Redis;
+
+  beforeEach(async () => {
+    const port = await unusedPort();
+    client = createRedisClient({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+    // The first refused connection: from here on the client is in its reconnect loop, as in an outage.
+    const refused = once(client, 'error', { signal: AbortSignal.timeout(3_000) });
+    store = new RedisStore(client, uniquePrefix('down'));
+    await refused;
+    client.on('error', () => undefined);
+  });
+
+  afterEach(async () => {
+    await store.close();
+    client.disconnect();
+  });
+
+  const token = freshToken();
+  const operations: [string, () => Promise<unknown>][] = [
+    ['sessions.createFamily', () => store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + DAY, now: T0 })],
+    ['sessions.rotate', () => store.sessions.rotate({ token, credentialId: 'c', newTokenHash: 'h_new', newExpiresAt: T0 + DAY, now: T0, graceMs: GRACE })],
+    ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token, credentialId: 'c', now: T0, graceMs: GRACE })],
+    ['idempotency.reserve', () => store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 })],
+    ['idempotency.peek', () => store.idempotency.peek('acct-1:req-1', T0)],
+    ['idempotency.complete', () => store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 })],
+    ['idempotency.release', () => store.idempotency.release('acct-1:req-1', 'gw-1')],
+    ['lockouts.recordFailure', () => store.lockouts.recordFailure('alice', { now: T0, maxFailures: 10, lockoutMs: 60_000 })],
+    ['lockouts.lockedUntil', () => store.lockouts.lockedUntil('alice', T0)],
+    ['lockouts.reset', () => store.lockouts.reset('alice')],
+    ['ping', () => store.ping()],
+  ];
+
+  for (const [name, operation] of operations) {
+    it(`rejects ${name} with StoreUnavailableError in under 1500 ms`, async () => {
+      const started = performance.now();
+      const error = await operation().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      const elapsed = performance.now() - started;
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(elapsed).toBeLessThan(1_500);
+    });
+  }
+
+  it('rejects a rate-limiter consume with an Error, not a RateLimiterRes, in under 1500 ms', async () => {
+    const limiter = store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 });
+    const started = performance.now();
+    const error = await limiter.consume('alice').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(RateLimiterRes);
+  });
+
+  it('fails fast even before the first connection attempt has failed', async () => {
+    const port = await unusedPort();
+    const fresh = createRedisClient({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+    fresh.on('error', () => undefined);
+    const early = new RedisStore(fresh, uniquePrefix('down-early'));
+    try {
+      const started = performance.now();
+      await expect(early.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(early.idempotency.reserve('k', { owner: 'o', now: T0, leaseMs: 1_000 })).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(performance.now() - started).toBeLessThan(1_500);
+    } finally {
+      await early.close();
+      fresh.disconnect();
+    }
+  });
+});

@@ -1,0 +1,444 @@
+import { randomUUID } from 'node:crypto';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { GatewayStore, StoredCard, TokenRef } from '../../src/store/store-types.js';
+
+/** Instants are explicit: no sleeps, no fake timers. */
+const T0 = 1_700_000_000_000;
+const GRACE = 60_000;
+const DAY = 24 * 60 * 60 * 1000;
+const LEASE = 10_000;
+const CRED = 'cred-alice';
+const OTHER_CRED = 'cred-bob';
+
+export function sampleRecord(overrides: Partial<StoredCard['card']> = {}): StoredCard {
+  return {
+    fingerprint: 'f'.repeat(64),
+    card: {
+      cardId: `card_${randomUUID()}`,
+      maskedPan: '************4242',
+      expMonth: 7,
+      expYear: 2031,
+      status: 'active',
+      requestedCardLimit: 1000,
+      cardLimit: 1100,
+      currency: 'EUR',
+      createdAt: '2023-11-14T22:13:20.000Z',
+      ...overrides,
+    },
+    sealedSecrets: 'v1.bm9uY2U.Y2lwaGVydGV4dA.dGFn',
+  };
+}
+
+/**
+ * The contract every GatewayStore implementation keeps (D3-D6, D11, D11a, D16-D18), run once per
+ * implementation. `make` returns a fresh, empty store for each test.
+ */
+export function storeContract(name: string, make: () => Promise<{ store: GatewayStore; cleanup(): Promise<void> }>): void {
+  describe(`GatewayStore contract: ${name}`, () => {
+    let store: GatewayStore;
+    let cleanup: (() => Promise<void>) | undefined;
+
+    beforeEach(async () => {
+      const made = await make();
+      store = made.store;
+      cleanup = made.cleanup;
+    });
+
+    afterEach(async () => {
+      await cleanup?.();
+      cleanup = undefined;
+    });
+
+    const newToken = (familyId: string): TokenRef => ({ familyId, tokenHash: `h_${randomUUID()}` });
+
+    async function login(now = T0, expiresAt = now + DAY): Promise<TokenRef> {
+      const token = newToken(`fam_${randomUUID()}`);
+      await store.sessions.createFamily({ token, credentialId: CRED, expiresAt, now });
+      return token;
+    }
+
+    /** Rotates `token` at `now`; returns the outcome and the new token it would have added. */
+    async function rotate(token: TokenRef, now: number, credentialId = CRED) {
+      const next = newToken(token.familyId);
+      const outcome = await store.sessions.rotate({
+        token,
+        credentialId,
+        newTokenHash: next.tokenHash,
+        newExpiresAt: now + DAY,
+        now,
+        graceMs: GRACE,
+      });
+      return { outcome, next };
+    }
+
+    const revoke = (token: TokenRef, now: number, credentialId = CRED) =>
+      store.sessions.revokeFamily({ token, credentialId, now, graceMs: GRACE });
+
+    describe('sessions: rotation (D3, D5)', () => {
+      it('rotates a fresh token and the new token rotates in turn', async () => {
+        const first = await login();
+        const a = await rotate(first, T0 + 1_000);
+        expect(a.outcome).toBe('rotated');
+        const b = await rotate(a.next, T0 + 2_000);
+        expect(b.outcome).toBe('rotated');
+      });
+
+      it('lets the old token rotate again inside the grace, each time adding a usable token', async () => {
+        const first = await login();
+        const r1 = await rotate(first, T0 + 1_000);
+        const r2 = await rotate(first, T0 + 1_000 + GRACE / 2);
+        expect([r1.outcome, r2.outcome]).toEqual(['rotated', 'rotated']);
+        expect((await rotate(r1.next, T0 + 1_000 + GRACE / 2 + 1)).outcome).toBe('rotated');
+        expect((await rotate(r2.next, T0 + 1_000 + GRACE / 2 + 2)).outcome).toBe('rotated');
+      });
+
+      it('is still within grace at rotatedAt + graceMs - 1', async () => {
+        const first = await login();
+        const rotatedAt = T0 + 1_000;
+        await rotate(first, rotatedAt);
+        expect((await rotate(first, rotatedAt + GRACE - 1)).outcome).toBe('rotated');
+      });
+
+      it('reports reuse at exactly rotatedAt + graceMs', async () => {
+        const first = await login();
+        const rotatedAt = T0 + 1_000;
+        await rotate(first, rotatedAt);
+        expect((await rotate(first, rotatedAt + GRACE)).outcome).toBe('reuse');
+      });
+
+      it('revokes every token of the family after reuse, the newest included', async () => {
+        const first = await login();
+        const r1 = await rotate(first, T0 + 1_000);
+        const r2 = await rotate(r1.next, T0 + 2_000);
+        expect((await rotate(first, T0 + 1_000 + GRACE)).outcome).toBe('reuse');
+        const later = T0 + 1_000 + GRACE + 1;
+        expect((await rotate(first, later)).outcome).toBe('revoked');
+        expect((await rotate(r1.next, later)).outcome).toBe('revoked');
+        expect((await rotate(r2.next, later)).outcome).toBe('revoked');
+      });
+
+      it('runs the grace from the first rotation: a second rotation inside it does not extend it', async () => {
+        const first = await login();
+        const rotatedAt = T0 + 1_000;
+        await rotate(first, rotatedAt);
+        expect((await rotate(first, rotatedAt + GRACE - 10)).outcome).toBe('rotated');
+        expect((await rotate(first, rotatedAt + GRACE)).outcome).toBe('reuse');
+      });
+
+      it('answers unknown for an unknown family or an unknown token of a known family', async () => {
+        const first = await login();
+        expect((await rotate(newToken(`fam_${randomUUID()}`), T0 + 1)).outcome).toBe('unknown');
+        expect((await rotate(newToken(first.familyId), T0 + 1)).outcome).toBe('unknown');
+        // a token hash of one family is not valid in another
+        const other = await login();
+        expect((await rotate({ familyId: other.familyId, tokenHash: first.tokenHash }, T0 + 1)).outcome).toBe('unknown');
+      });
+
+      it('answers mismatch for another credential and changes nothing', async () => {
+        const first = await login();
+        const wrong = await rotate(first, T0 + 1_000, OTHER_CRED);
+        expect(wrong.outcome).toBe('mismatch');
+        // no token was added and the presented one was not marked rotated
+        expect((await rotate(wrong.next, T0 + 1_001)).outcome).toBe('unknown');
+        expect((await rotate(first, T0 + 1_000 + GRACE + 5)).outcome).toBe('rotated');
+      });
+
+      it('expires a token at its expiresAt, not a millisecond earlier', async () => {
+        const expiresAt = T0 + 5_000;
+        const a = await login(T0, expiresAt);
+        expect((await rotate(a, expiresAt - 1)).outcome).toBe('rotated');
+        const b = await login(T0, expiresAt);
+        expect((await rotate(b, expiresAt)).outcome).toBe('expired');
+        expect((await rotate(b, expiresAt + DAY)).outcome).toBe('expired');
+      });
+
+      it('gives the new token its own expiry', async () => {
+        const first = await login(T0, T0 + 5_000);
+        const r = await rotate(first, T0 + 1_000); // new token lives until T0 + 1_000 + DAY
+        expect((await rotate(r.next, T0 + 10_000)).outcome).toBe('rotated');
+      });
+    });
+
+    describe('sessions: logout (D6)', () => {
+      it('revokes the family, then every token of it is revoked, and a second logout is already-revoked', async () => {
+        const first = await login();
+        const r1 = await rotate(first, T0 + 1_000);
+        expect(await revoke(r1.next, T0 + 2_000)).toBe('revoked');
+        expect((await rotate(first, T0 + 2_001)).outcome).toBe('revoked');
+        expect((await rotate(r1.next, T0 + 2_001)).outcome).toBe('revoked');
+        expect(await revoke(r1.next, T0 + 2_002)).toBe('already-revoked');
+      });
+
+      it('answers unknown for an unknown token', async () => {
+        const first = await login();
+        expect(await revoke(newToken(`fam_${randomUUID()}`), T0 + 1)).toBe('unknown');
+        expect(await revoke(newToken(first.familyId), T0 + 1)).toBe('unknown');
+      });
+
+      it('answers mismatch for another credential and does not revoke', async () => {
+        const first = await login();
+        expect(await revoke(first, T0 + 1, OTHER_CRED)).toBe('mismatch');
+        expect((await rotate(first, T0 + 2)).outcome).toBe('rotated');
+      });
+
+      it('answers expired for an expired token', async () => {
+        const expiresAt = T0 + 5_000;
+        const first = await login(T0, expiresAt);
+        expect(await revoke(first, expiresAt)).toBe('expired');
+        const second = await login(T0, expiresAt);
+        expect(await revoke(second, expiresAt - 1)).toBe('revoked');
+      });
+
+      it('answers rotated-out for a token rotated out past the grace, and leaves the family alive', async () => {
+        const first = await login();
+        const r1 = await rotate(first, T0 + 1_000);
+        expect(await revoke(first, T0 + 1_000 + GRACE)).toBe('rotated-out');
+        expect((await rotate(r1.next, T0 + 1_000 + GRACE + 1)).outcome).toBe('rotated');
+      });
+
+      it('revokes through a token still inside its grace, its grace siblings included', async () => {
+        const first = await login();
+        const r1 = await rotate(first, T0 + 1_000);
+        const r2 = await rotate(first, T0 + 2_000);
+        expect(await revoke(first, T0 + 3_000)).toBe('revoked');
+        expect((await rotate(r1.next, T0 + 3_001)).outcome).toBe('revoked');
+        expect((await rotate(r2.next, T0 + 3_001)).outcome).toBe('revoked');
+      });
+    });
+
+    describe('concurrency', () => {
+      it('rotates 20 parallel presentations of one token inside the grace', async () => {
+        const first = await login();
+        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => rotate(first, T0 + 1_000 + i)));
+        expect(results.map((r) => r.outcome)).toEqual(Array(20).fill('rotated'));
+        // every one of them added a token of its own
+        const again = await Promise.all(results.map((r) => rotate(r.next, T0 + 2_000)));
+        expect(again.map((r) => r.outcome)).toEqual(Array(20).fill('rotated'));
+      });
+
+      it('grants one of 20 parallel reservations of a key; the others see it pending', async () => {
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => store.idempotency.reserve('acct:req-race', { owner: `gw-${i}`, now: T0, leaseMs: LEASE })),
+        );
+        expect(results.filter((r) => r.state === 'reserved')).toHaveLength(1);
+        const pending = results.filter((r) => r.state === 'pending');
+        expect(pending).toHaveLength(19);
+        for (const p of pending) expect(p).toEqual({ state: 'pending', leaseExpiresAt: T0 + LEASE });
+      });
+    });
+
+    describe('idempotency (D16, D17)', () => {
+      const KEY = 'acct-1:9b2f4c1e-0000-4000-8000-000000000001';
+
+      it('reserves a free key, and peek of a free key says reserved', async () => {
+        expect(await store.idempotency.peek(KEY, T0)).toEqual({ state: 'reserved' });
+        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+      });
+
+      it('answers reserved again to the same owner (a re-sent reserve stays its own)', async () => {
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0 + 1, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+        // still a claim: another owner is kept out
+        expect((await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 2, leaseMs: LEASE })).state).toBe('pending');
+      });
+
+      it('answers pending with the lease end to another owner, and to peek', async () => {
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 1, leaseMs: LEASE })).toEqual({
+          state: 'pending',
+          leaseExpiresAt: T0 + LEASE,
+        });
+        expect(await store.idempotency.peek(KEY, T0 + 1)).toEqual({ state: 'pending', leaseExpiresAt: T0 + LEASE });
+      });
+
+      it('serves the completed record, deep-equal, to peek and to any later reserve', async () => {
+        const record = sampleRecord();
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.complete(KEY, { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 500 });
+        expect(await store.idempotency.peek(KEY, T0 + 600)).toEqual({ state: 'completed', record });
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 700, leaseMs: LEASE })).toEqual({ state: 'completed', record });
+        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0 + DAY - 1, leaseMs: LEASE })).toEqual({ state: 'completed', record });
+      });
+
+      it('frees the key once the completed record expires', async () => {
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.complete(KEY, { owner: 'a', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 500 });
+        expect(await store.idempotency.peek(KEY, T0 + DAY)).toEqual({ state: 'reserved' });
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + DAY, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+        expect((await store.idempotency.reserve(KEY, { owner: 'c', now: T0 + DAY + 1, leaseMs: LEASE })).state).toBe('pending');
+      });
+
+      it('lets another owner take over a claim whose lease ran out, not before', async () => {
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        expect((await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + LEASE - 1, leaseMs: LEASE })).state).toBe('pending');
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + LEASE, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0 + LEASE + 1, leaseMs: LEASE })).toEqual({
+          state: 'pending',
+          leaseExpiresAt: T0 + 2 * LEASE,
+        });
+      });
+
+      it('frees the key when its owner releases it', async () => {
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.release(KEY, 'a');
+        expect(await store.idempotency.peek(KEY, T0 + 1)).toEqual({ state: 'reserved' });
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 1, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+      });
+
+      it('keeps the claim when someone else releases it', async () => {
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.release(KEY, 'b');
+        expect((await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 1, leaseMs: LEASE })).state).toBe('pending');
+      });
+
+      it('does not release a completed record', async () => {
+        const record = sampleRecord();
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.complete(KEY, { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 1 });
+        await store.idempotency.release(KEY, 'a');
+        expect(await store.idempotency.peek(KEY, T0 + 2)).toEqual({ state: 'completed', record });
+      });
+
+      it('ignores a completion by the former owner after a takeover', async () => {
+        const late = sampleRecord({ cardId: 'card_late' });
+        const winner = sampleRecord({ cardId: 'card_winner' });
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + LEASE, leaseMs: LEASE });
+        await store.idempotency.complete(KEY, { owner: 'a', record: late, expiresAt: T0 + DAY, now: T0 + LEASE + 1 });
+        expect(await store.idempotency.peek(KEY, T0 + LEASE + 2)).toEqual({ state: 'pending', leaseExpiresAt: T0 + 2 * LEASE });
+        await store.idempotency.complete(KEY, { owner: 'b', record: winner, expiresAt: T0 + DAY, now: T0 + LEASE + 3 });
+        expect(await store.idempotency.peek(KEY, T0 + LEASE + 4)).toEqual({ state: 'completed', record: winner });
+      });
+
+      it('does not overwrite a completed record', async () => {
+        const first = sampleRecord({ cardId: 'card_first' });
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.complete(KEY, { owner: 'a', record: first, expiresAt: T0 + DAY, now: T0 + 1 });
+        await store.idempotency.complete(KEY, { owner: 'a', record: sampleRecord({ cardId: 'card_second' }), expiresAt: T0 + DAY, now: T0 + 2 });
+        expect(await store.idempotency.peek(KEY, T0 + 3)).toEqual({ state: 'completed', record: first });
+      });
+
+      it('keeps keys independent', async () => {
+        const record = sampleRecord();
+        await store.idempotency.reserve('acct-1:req-a', { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.complete('acct-1:req-a', { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 1 });
+        expect(await store.idempotency.reserve('acct-1:req-b', { owner: 'b', now: T0 + 2, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+        expect(await store.idempotency.reserve('acct-2:req-a', { owner: 'c', now: T0 + 2, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+        expect(await store.idempotency.peek('acct-1:req-a', T0 + 3)).toEqual({ state: 'completed', record });
+      });
+
+      it('round-trips every field of a StoredCard, odd characters included', async () => {
+        const record: StoredCard = {
+          fingerprint: '0123456789abcdef'.repeat(4),
+          card: {
+            cardId: 'card_ünïcødé "quoted" \\ {braces}',
+            maskedPan: '***********0005',
+            expMonth: 12,
+            expYear: 2099,
+            status: 'inactive',
+            requestedCardLimit: Number.MAX_SAFE_INTEGER,
+            cardLimit: 1,
+            currency: 'JPY',
+            createdAt: '2024-02-29T23:59:59.999Z',
+          },
+          sealedSecrets: 'A'.repeat(200),
+        };
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.complete(KEY, { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 1 });
+        expect(await store.idempotency.peek(KEY, T0 + 2)).toStrictEqual({ state: 'completed', record });
+      });
+    });
+
+    describe('lockouts (D11a)', () => {
+      const opts = { maxFailures: 10, lockoutMs: 30 * 60_000 };
+
+      async function fail(key: string, times: number, now: number): Promise<number[]> {
+        const results: number[] = [];
+        for (let i = 0; i < times; i += 1) results.push(await store.lockouts.recordFailure(key, { now: now + i, ...opts }));
+        return results;
+      }
+
+      it('locks out on the 10th consecutive failure, until now + lockoutMs', async () => {
+        expect(await fail('alice', 9, T0)).toEqual(Array(9).fill(0));
+        expect(await store.lockouts.lockedUntil('alice', T0 + 9)).toBe(0);
+        const lockAt = T0 + 100;
+        expect(await store.lockouts.recordFailure('alice', { now: lockAt, ...opts })).toBe(lockAt + opts.lockoutMs);
+        expect(await store.lockouts.lockedUntil('alice', lockAt)).toBe(lockAt + opts.lockoutMs);
+        expect(await store.lockouts.lockedUntil('alice', lockAt + opts.lockoutMs - 1)).toBe(lockAt + opts.lockoutMs);
+        expect(await store.lockouts.lockedUntil('alice', lockAt + opts.lockoutMs)).toBe(0);
+      });
+
+      it('does not count failures during a lockout', async () => {
+        await fail('alice', 10, T0);
+        const until = await store.lockouts.lockedUntil('alice', T0 + 10);
+        expect(until).toBe(T0 + 9 + opts.lockoutMs);
+        expect(await fail('alice', 15, T0 + 20)).toEqual(Array(15).fill(0));
+        expect(await store.lockouts.lockedUntil('alice', T0 + 40)).toBe(until);
+        // after the lockout a fresh count starts: 9 failures do not lock again
+        expect(await fail('alice', 9, until)).toEqual(Array(9).fill(0));
+        expect(await store.lockouts.lockedUntil('alice', until + 9)).toBe(0);
+        expect(await store.lockouts.recordFailure('alice', { now: until + 10, ...opts })).toBe(until + 10 + opts.lockoutMs);
+      });
+
+      it('clears the count on reset', async () => {
+        await fail('alice', 9, T0);
+        await store.lockouts.reset('alice');
+        expect(await fail('alice', 9, T0 + 100)).toEqual(Array(9).fill(0));
+        expect(await store.lockouts.lockedUntil('alice', T0 + 200)).toBe(0);
+        expect(await store.lockouts.recordFailure('alice', { now: T0 + 300, ...opts })).toBe(T0 + 300 + opts.lockoutMs);
+      });
+
+      it('keeps keys independent', async () => {
+        await fail('alice', 10, T0);
+        expect(await store.lockouts.lockedUntil('alice', T0 + 20)).toBeGreaterThan(0);
+        expect(await store.lockouts.lockedUntil('bob', T0 + 20)).toBe(0);
+        expect(await store.lockouts.recordFailure('bob', { now: T0 + 20, ...opts })).toBe(0);
+      });
+    });
+
+    describe('rate limiter (D11)', () => {
+      async function rejection(promise: Promise<unknown>): Promise<unknown> {
+        try {
+          await promise;
+        } catch (error) {
+          return error;
+        }
+        throw new Error('expected a rejection');
+      }
+
+      it('allows the configured points, then rejects with a RateLimiterRes', async () => {
+        const limiter = store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 });
+        for (let i = 0; i < 5; i += 1) {
+          const res = await limiter.consume('alice');
+          expect(res.remainingPoints).toBe(4 - i);
+        }
+        const refused = await rejection(limiter.consume('alice'));
+        expect(refused).toBeInstanceOf(RateLimiterRes);
+        expect(refused).not.toBeInstanceOf(Error);
+        expect((refused as RateLimiterRes).msBeforeNext).toBeGreaterThan(0);
+        expect((refused as RateLimiterRes).msBeforeNext).toBeLessThanOrEqual(60_000);
+        expect((refused as RateLimiterRes).remainingPoints).toBe(0);
+      });
+
+      it('keeps keys independent', async () => {
+        const limiter = store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 });
+        for (let i = 0; i < 5; i += 1) await limiter.consume('alice');
+        await expect(limiter.consume('bob')).resolves.toMatchObject({ remainingPoints: 4 });
+        expect(await rejection(limiter.consume('alice'))).toBeInstanceOf(RateLimiterRes);
+      });
+
+      it('keeps limiters with different key prefixes independent', async () => {
+        const login = store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 });
+        const refresh = store.createRateLimiter({ keyPrefix: 'refresh', points: 5, durationSeconds: 60 });
+        for (let i = 0; i < 5; i += 1) await login.consume('alice');
+        await expect(refresh.consume('alice')).resolves.toMatchObject({ remainingPoints: 4 });
+        expect(await rejection(login.consume('alice'))).toBeInstanceOf(RateLimiterRes);
+      });
+    });
+
+    it('answers ping', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+}

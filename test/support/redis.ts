@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+import { inject } from 'vitest';
+import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import './provided-context.js';
+
+/** The Redis found or started by global-setup.ts; a missing one fails the suite, never skips it. */
+export function requireRedisUrl(): string {
+  const url = inject('redisUrl');
+  if (!url) throw new Error('Redis is required for this suite: set REDIS_URL or install redis-server');
+  return url;
+}
+
+/** A key prefix no other test file (or other run of this one) can share. */
+export function uniquePrefix(label: string): string {
+  return `test:${label}:${process.pid}:${randomUUID().slice(0, 8)}:`;
+}
+
+/** Escapes glob metacharacters so SCAN MATCH treats the prefix literally. */
+function globLiteral(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}
+
+/** Every key under `prefix`, found with SCAN (never KEYS). */
+export async function keysWithPrefix(client: Redis, prefix: string): Promise<string[]> {
+  const found = new Set<string>();
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${globLiteral(prefix)}*`, 'COUNT', 500);
+    for (const key of keys) found.add(key);
+    cursor = next;
+  } while (cursor !== '0');
+  return [...found];
+}
+
+export async function deleteKeysWithPrefix(client: Redis, prefix: string): Promise<number> {
+  const keys = await keysWithPrefix(client, prefix);
+  let deleted = 0;
+  for (let i = 0; i < keys.length; i += 500) deleted += await client.unlink(...keys.slice(i, i + 500));
+  return deleted;
+}
+
+export interface TestRedisStore {
+  store: RedisStore;
+  client: Redis;
+  prefix: string;
+  /** Deletes every key under the prefix, then closes the store (and its client). */
+  cleanup(): Promise<void>;
+}
+
+/** A RedisStore on the shared test Redis, fail-fast tuned like production, namespaced per call. */
+export async function createTestRedisStore(label: string): Promise<TestRedisStore> {
+  const url = requireRedisUrl();
+  const prefix = uniquePrefix(label);
+  const client = createRedisClient({ url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+  client.on('error', () => undefined);
+  const store = new RedisStore(client, prefix);
+  if (!(await waitUntilReady(client, 5_000))) {
+    client.disconnect();
+    throw new Error(`Redis at ${url} did not become ready within 5 s`);
+  }
+  return {
+    store,
+    client,
+    prefix,
+    async cleanup() {
+      try {
+        if (client.status === 'ready') {
+          await deleteKeysWithPrefix(client, prefix);
+        } else {
+          // The test closed or broke the store's client: clean up through a plain connection.
+          const plain = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 1_000 });
+          plain.on('error', () => undefined);
+          try {
+            await deleteKeysWithPrefix(plain, prefix);
+          } finally {
+            plain.disconnect();
+          }
+        }
+      } finally {
+        await store.close();
+      }
+    },
+  };
+}
+
+/** A loopback port where nothing listens (it was free a moment ago). */
+export function unusedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
