@@ -70,6 +70,10 @@ export const ConfigFileSchema = Type.Object(
           ),
         ),
         sharedSecret: Type.Optional(SecretRefSchema),
+        startSandbox: Type.Boolean({
+          default: false,
+          description: 'environment local only: start the sandbox connector in-process on connector.url',
+        }),
       },
       { additionalProperties: false },
     ),

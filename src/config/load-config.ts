@@ -30,6 +30,7 @@ export interface GatewayConfig {
     readonly connections: number;
     readonly tls: { readonly ca?: Buffer; readonly cert?: Buffer; readonly key?: Buffer } | undefined;
     readonly sharedSecret: string | undefined;
+    readonly startSandbox: boolean;
   };
   readonly rateLimits: ConfigFile['rateLimits'];
   readonly tokens: Omit<ConfigFile['tokens'], 'signingKey' | 'verificationKeys'> & {
@@ -147,6 +148,7 @@ export async function loadConfig(file: string, env: Environment = process.env): 
     : undefined;
   if (raw.connector.tls && !raw.connector.url.startsWith('https:')) problems.add('connector.tls', 'needs an https:// connector.url');
   if (raw.connector.tls && Boolean(raw.connector.tls.cert) !== Boolean(raw.connector.tls.key)) problems.add('connector.tls', 'cert and key go together');
+  if (raw.connector.startSandbox && raw.environment !== 'local') problems.add('connector.startSandbox', 'is only allowed when environment is local');
   const sharedSecret = raw.connector.sharedSecret ? (await secret('connector.sharedSecret', raw.connector.sharedSecret))?.toString('utf8').trim() : undefined;
 
   const algorithm = raw.tokens.algorithm;
@@ -206,7 +208,7 @@ export async function loadConfig(file: string, env: Environment = process.env): 
     trustedProxies,
     allowlist,
     store,
-    connector: { url: raw.connector.url.replace(/\/$/, ''), timeoutMs: raw.connector.timeoutMs, connections: raw.connector.connections, tls: connectorTls, sharedSecret },
+    connector: { url: raw.connector.url.replace(/\/$/, ''), timeoutMs: raw.connector.timeoutMs, connections: raw.connector.connections, tls: connectorTls, sharedSecret, startSandbox: raw.connector.startSandbox },
     rateLimits: raw.rateLimits,
     tokens: { ...raw.tokens, signingKey: { kid: raw.tokens.signingKey.kid, key: signingKey }, verificationKeys },
     credentialsFile,

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -13,7 +13,7 @@ export interface ReadinessProbe {
  * readiness and the OpenAPI description. It carries no client traffic and no secrets.
  */
 export function buildAdminServer(deps: { metrics: GatewayMetrics; probes: ReadinessProbe[]; logger: Logger; openapi: () => unknown }): FastifyInstance {
-  const admin = Fastify({ loggerInstance: deps.logger.child({ listener: 'admin' }) as FastifyBaseLogger, disableRequestLogging: true, forceCloseConnections: true });
+  const admin = Fastify({ loggerInstance: deps.logger.child({ listener: 'admin' }) as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), forceCloseConnections: true });
   admin.get('/metrics', async (_request, reply) => {
     reply.type(deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
