@@ -11,9 +11,12 @@ import { registerLogoutRoute } from './auth/logout-route.js';
 import { createDummyHash } from './auth/password-hash.js';
 import { registerRefreshRoute } from './auth/refresh-route.js';
 import { TokenService } from './auth/token-service.js';
+import { CardIssuance } from './cards/card-issuance.js';
+import { registerCardRoute } from './cards/card-route.js';
 import type { Clock } from './clock.js';
 import { LiveSettings } from './config/live-settings.js';
 import type { GatewayConfig } from './config/load-config.js';
+import { connectorHealthProbe, registerConnectorForwarding } from './connector/connector-client.js';
 import { installEdgeGuards, trustProxyFromLive } from './edge/edge-guards.js';
 import { installErrorHandler } from './edge/error-handler.js';
 import { installNotFound } from './edge/not-found.js';
@@ -76,6 +79,8 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     },
   }) as unknown as FastifyInstance;
 
+  // Bodies are JSON only (D14: 415 otherwise); Fastify would also take text/plain.
+  app.removeContentTypeParser('text/plain');
   app.addSchema(ErrorEnvelopeSchema);
   await app.register(swagger, {
     openapi: {
@@ -109,11 +114,16 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     scope.addHook('onRequest', createBearerGuard({ tokens, live, audit, metrics }));
     registerRefreshRoute(scope, auth);
     registerLogoutRoute(scope, auth);
+    await registerConnectorForwarding(scope, config.connector);
+    const issuance = new CardIssuance({ store, clock, metrics, connector: config.connector, cards: config.cards });
+    registerCardRoute(scope, { config, live, issuance, audit, metrics, clock });
     deps.extend?.protected?.(scope);
   });
 
-  const probes: ReadinessProbe[] = [{ name: 'store', check: () => store.ping() }];
+  const connectorProbe = connectorHealthProbe(config.connector);
+  const probes: ReadinessProbe[] = [{ name: 'store', check: () => store.ping() }, connectorProbe];
   const admin = buildAdminServer({ metrics, probes, logger, openapi: () => app.swagger() });
+  admin.addHook('onClose', async () => connectorProbe.close());
 
   return {
     app,

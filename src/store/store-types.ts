@@ -38,6 +38,8 @@ export interface StoredCard {
   card: {
     cardId: string;
     maskedPan: string;
+    /** `***` or `****`: the CVC's length is all a masked answer shows (D18). */
+    maskedCvc?: string;
     expMonth: number;
     expYear: number;
     status: string;
