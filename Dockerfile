@@ -1,0 +1,37 @@
+# syntax=docker/dockerfile:1
+# Card issuing gateway. Build: docker build -t card-gateway .
+# Run: mount the environment's config, credentials and secrets, e.g.
+#   docker run -v /etc/card-gateway:/etc/card-gateway:ro -e REDIS_PASSWORD -e CARD_RECORD_KEY \
+#     -p 8443:8443 card-gateway --config /etc/card-gateway/gateway.yaml
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM ${NODE_IMAGE} AS production-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=production-deps --chown=root:root /app/node_modules ./node_modules
+COPY --from=build --chown=root:root /app/dist/src ./dist/src
+COPY --chown=root:root package.json ./
+COPY --chown=root:root config ./config
+# Code and config are root-owned and read-only to the service user; it writes only the audit log.
+RUN mkdir -p /var/log/card-gateway && chown node:node /var/log/card-gateway
+USER node
+EXPOSE 8443 9090
+# The admin listener (loopback inside the container) answers /healthz while the process serves.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=15s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "dist/src/main.js"]
+CMD ["--config", "/etc/card-gateway/gateway.yaml"]
