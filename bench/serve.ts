@@ -1,0 +1,77 @@
+/**
+ * One server under test, in its own process so the orchestrator can pin it to a core:
+ *   node dist/bench/serve.js connector
+ *   node dist/bench/serve.js bare-proxy <connectorUrl> <benchDir>
+ *   node dist/bench/serve.js gateway <memory|redis> <benchDir> [logRequests]
+ * Prints one JSON line `{"ready":true,...urls}` when listening, then one
+ * `{"stats":{heapUsed,rss,handles}}` line per second; exits on SIGTERM.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import httpProxy from '@fastify/http-proxy';
+import Fastify from 'fastify';
+import { pino } from 'pino';
+import { buildGateway } from '../src/app.js';
+import { systemClock } from '../src/clock.js';
+import { loadConfig } from '../src/config/load-config.js';
+import { startSandboxConnector } from '../src/connector/sandbox/sandbox-connector.js';
+import { createFileAuditSink } from '../src/observability/audit.js';
+import { createLogger } from '../src/observability/logger.js';
+import { listenGateway } from '../src/server.js';
+import { createStore } from '../src/store/create-store.js';
+import { waitUntilReady } from '../src/store/redis/redis-client.js';
+import { RedisStore } from '../src/store/redis/redis-store.js';
+
+const [role, ...args] = process.argv.slice(2);
+const say = (message: object) => process.stdout.write(`${JSON.stringify(message)}\n`);
+let close: () => Promise<void> = async () => {};
+
+if (role === 'connector') {
+  const connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
+  close = connector.close;
+  say({ ready: true, url: connector.url });
+} else if (role === 'bare-proxy') {
+  const [connectorUrl, benchDir] = args as [string, string];
+  // Baseline B: the same TLS listener, a pass-through to the connector, nothing else.
+  const app = Fastify({
+    https: { cert: readFileSync(join(benchDir, 'tls.crt')), key: readFileSync(join(benchDir, 'tls.key')) },
+    logger: false,
+  });
+  await app.register(httpProxy, { upstream: connectorUrl, prefix: '/api/v1/issuing/cards', rewritePrefix: '/v1/cards' });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address() as { port: number };
+  close = () => app.close();
+  say({ ready: true, url: `https://127.0.0.1:${address.port}` });
+} else if (role === 'gateway') {
+  const [storeKind, benchDir, logRequests] = args as [string, string, string | undefined];
+  const config = await loadConfig(join(benchDir, `gateway-${storeKind}.yaml`), {});
+  // Logs go to a file as they would in production (not to the orchestrator's pipe).
+  const logger = createLogger(config.logging.level, pino.destination({ dest: join(benchDir, `gateway-${storeKind}.log`), sync: false }));
+  const store = createStore(config.store, () => systemClock.now());
+  if (store instanceof RedisStore) {
+    store.client.on('error', () => undefined);
+    await waitUntilReady(store.client, 3000);
+  }
+  const audit = createFileAuditSink(join(benchDir, `audit-${storeKind}.jsonl`), systemClock, { fsync: false });
+  const gateway = await buildGateway({ config, store, clock: systemClock, logger, audit, logRequests: logRequests !== 'false' });
+  const running = await listenGateway(gateway, config.listeners);
+  close = async () => {
+    await running.close();
+    await store.close();
+    await audit.close();
+  };
+  say({ ready: true, url: running.httpsUrl, admin: running.adminUrl });
+} else {
+  process.stderr.write(`unknown role ${role}\n`);
+  process.exit(2);
+}
+
+const stats = setInterval(() => {
+  const memory = process.memoryUsage();
+  say({ stats: { heapUsed: memory.heapUsed, rss: memory.rss, handles: process.getActiveResourcesInfo().length } });
+}, 1000);
+stats.unref();
+
+process.on('SIGTERM', () => {
+  void close().then(() => process.exit(0));
+});
