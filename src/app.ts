@@ -89,7 +89,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
     },
   });
-  installErrorHandler(app, clock);
+  installErrorHandler(app, clock, metrics);
   installNotFound(app, clock);
   installEdgeGuards(app, { live, clock, audit, metrics });
   installRequestMetrics(app, metrics, { logRequests: deps.logRequests ?? true });

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
 import { fieldPath } from '../config/config-error.js';
 import { StoreUnavailableError } from '../store/store-types.js';
 import { errors, GatewayError, toEnvelope, type FieldProblem } from './errors.js';
@@ -84,9 +85,10 @@ export function sendError(reply: FastifyReply, error: GatewayError, clock: Clock
  * Every error becomes the D20 envelope. Messages are public only below 500; a 5xx says
  * "Internal error" (or its catalogue text) and the detail goes to the log, never to the client.
  */
-export function installErrorHandler(app: FastifyInstance, clock: Clock): void {
+export function installErrorHandler(app: FastifyInstance, clock: Clock, metrics: GatewayMetrics): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = toGatewayError(error);
+    if (mapped.code === 'STORE_UNAVAILABLE') metrics.storeUnavailable.inc();
     if (mapped.status >= 500) {
       const cause = mapped === error ? mapped.cause : error;
       request.log.error({ err: cause instanceof Error ? { type: cause.name, message: cause.message, code: (cause as { code?: unknown }).code, stack: cause.stack } : undefined, code: mapped.code }, 'request failed');
