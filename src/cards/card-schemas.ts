@@ -31,6 +31,8 @@ export const CardRequestSchema = Type.Object(
     metadata: Type.Optional(
       Type.Record(Type.String({ maxLength: 40 }), Type.String({ maxLength: 500 }), {
         maxProperties: 50,
+        // TypeBox's Record turns the key schema into patternProperties and drops its maxLength.
+        propertyNames: { maxLength: 40 },
         description: 'Free key-value strings: at most 50 members, keys up to 40 characters, values up to 500.',
       }),
     ),

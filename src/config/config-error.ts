@@ -24,13 +24,30 @@ export function fieldPath(pointer: string): string {
     .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
 }
 
+/** `#/.../anyOf/2/const` -> `#/.../anyOf`: the union a literal branch belongs to. */
+const LITERAL_BRANCH = /^(.*\/anyOf)\/\d+\/const$/;
+
 export function describeAjvErrors(file: string, errors: readonly ErrorObject[]): string[] {
+  // TypeBox writes a union of literals as anyOf[{const}...]; Ajv then reports one `const` error
+  // per branch plus the `anyOf`. An operator needs one line listing the choices.
+  const unionKey = (instancePath: string, unionSchemaPath: string) => `${instancePath}\u0000${unionSchemaPath}`;
+  const literalUnions = new Map<string, unknown[]>();
+  for (const error of errors) {
+    const union = error.keyword === 'const' ? LITERAL_BRANCH.exec(error.schemaPath)?.[1] : undefined;
+    if (union === undefined) continue;
+    const key = unionKey(error.instancePath, union);
+    literalUnions.set(key, [...(literalUnions.get(key) ?? []), error.params['allowedValue']]);
+  }
   const seen = new Set<string>();
   const lines: string[] = [];
   for (const error of errors) {
+    if (error.keyword === 'const' && LITERAL_BRANCH.test(error.schemaPath)) continue;
     let path = error.instancePath;
     let problem = error.message ?? 'is invalid';
-    if (error.keyword === 'additionalProperties') {
+    const choices = error.keyword === 'anyOf' ? literalUnions.get(unionKey(error.instancePath, error.schemaPath)) : undefined;
+    if (choices) {
+      problem = `must be one of ${JSON.stringify(choices)}`;
+    } else if (error.keyword === 'additionalProperties') {
       path = `${path}/${String(error.params['additionalProperty'])}`;
       problem = 'is not a known setting';
     } else if (error.keyword === 'required') {

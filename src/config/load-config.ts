@@ -47,7 +47,8 @@ export interface GatewayConfig {
   readonly logging: { readonly level: string };
 }
 
-const validateFile = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile<ConfigFile>(ConfigFileSchema);
+// verbose: describeAjvErrors reads a schema's `description` to word some problems (SecretRef).
+const validateFile = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true }).compile<ConfigFile>(ConfigFileSchema);
 
 class Problems {
   readonly list: string[] = [];

@@ -16,11 +16,13 @@ export async function ensureLocalSecrets(dir: string): Promise<string[]> {
       await access(join(dir, name));
       return false;
     } catch {
-      created.push(name);
       return true;
     }
   };
-  if ((await missing('tls.crt')) || (await missing('tls.key'))) {
+  // Both are checked (no short-circuit): a lone missing half regenerates the pair, reported as such.
+  const [certMissing, keyMissing] = [await missing('tls.crt'), await missing('tls.key')];
+  if (certMissing || keyMissing) {
+    created.push('tls.crt', 'tls.key');
     const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
       keyType: 'ec',
       curve: 'P-256',
@@ -35,10 +37,12 @@ export async function ensureLocalSecrets(dir: string): Promise<string[]> {
     await writeFile(join(dir, 'tls.key'), pems.private, { mode: 0o600 });
   }
   if (await missing('signing.key')) {
+    created.push('signing.key');
     const { privateKey } = generateKeyPairSync('ed25519');
     await writeFile(join(dir, 'signing.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   }
   if (await missing('card-record.key')) {
+    created.push('card-record.key');
     await writeFile(join(dir, 'card-record.key'), randomBytes(32).toString('base64'), { mode: 0o600 });
   }
   return created;

@@ -1,0 +1,123 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
+import { createRedisClient } from '../../src/store/redis/redis-client.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { waitFor } from '../support/auth-requests.js';
+import { connectorStats, createCard, expectCard, expectError, setConnectorMode, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
+import { createTestRedisStore, requireRedisUrl, type TestRedisStore } from '../support/redis.js';
+
+/**
+ * D17 across replicas: two gateway instances on one Redis (same prefix) and one connector.
+ * Concurrent duplicates never make a second card; one still unresolved past the upstream
+ * timeout gets 409 with retryAfter.
+ */
+
+interface Replicas {
+  a: CardFixture;
+  b: CardFixture;
+  connector: RunningSandboxConnector;
+}
+
+const closers: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+async function startReplicas(timeouts: { a: number; b: number }): Promise<Replicas> {
+  const connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
+  closers.push(() => connector.close());
+  const shared: TestRedisStore = await createTestRedisStore('card-replicas');
+  closers.push(() => shared.cleanup());
+  // The second replica's own client and store, on the same Redis and prefix.
+  const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
+  client.on('error', () => undefined);
+  const secondStore = new RedisStore(client, shared.prefix);
+  closers.push(() => secondStore.close());
+  const clock = new ManualClock();
+  const a = await startCardFixture({ store: shared.store, clock, connector, connectorTimeoutMs: timeouts.a });
+  closers.push(() => a.close());
+  const b = await startCardFixture({ store: secondStore, clock, connector, connectorTimeoutMs: timeouts.b });
+  closers.push(() => b.close());
+  return { a, b, connector };
+}
+
+describe('concurrent duplicates across two replicas on one Redis (D17)', () => {
+  it('50 identical requests, split over both replicas, make exactly one card and all answer it with 201', async () => {
+    const { a, b, connector } = await startReplicas({ a: 2000, b: 2000 });
+    const [tokenA, tokenB] = await Promise.all([a.token('full'), b.token('full')]);
+    await setConnectorMode(connector, { mode: 'delay', delayMs: 150 });
+    const body = validCardBody({ config: { tolerance: { percentage: 5 } } });
+
+    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? createCard(a.gw, tokenA, body) : createCard(b.gw, tokenB, body))));
+
+    const cards = responses.map((response) => expectCard(response));
+    const first = cards[0];
+    for (const card of cards) expect(card).toEqual(first);
+    const fresh = responses.filter((response) => response.headers['idempotent-replayed'] === undefined);
+    expect(fresh).toHaveLength(1);
+    expect(responses.filter((response) => response.headers['idempotent-replayed'] === 'true')).toHaveLength(49);
+
+    const stats = await connectorStats(connector);
+    expect(stats.cardsCreated).toBe(1);
+    expect(stats.requestsReceived).toBe(1);
+    expect(stats.keys).toEqual([`acct-eu:${String(body['requestId'])}`]);
+  });
+
+  it('a duplicate still unresolved after its upstream timeout gets 409 with retryAfter, then replays the card', async () => {
+    // Replica A waits up to 5 s for the connector; replica B gives up on waiting after 300 ms + 1 s.
+    const { a, b, connector } = await startReplicas({ a: 5000, b: 300 });
+    const [tokenA, tokenB] = await Promise.all([a.token('full'), b.token('full')]);
+    await setConnectorMode(connector, { mode: 'delay', delayMs: 2500, count: 1 });
+    const body = validCardBody();
+
+    const firstPromise = createCard(a.gw, tokenA, body);
+    await waitFor(async () => (await connectorStats(connector)).requestsReceived === 1, 2000, 'the first forward to reach the connector');
+    const waiting = await createCard(b.gw, tokenB, body);
+    const conflict = expectError(waiting, 409, 'A request with this requestId is still being processed');
+    // The claim's lease is A's timeout + 5 s, and the shared manual clock has not moved.
+    expect(conflict.retryAfter).toBe(10);
+    expect(waiting.headers['retry-after']).toBe('10');
+
+    const first = await firstPromise;
+    const card = expectCard(first);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+
+    const retry = await createCard(b.gw, tokenB, body);
+    expect(expectCard(retry)).toEqual(card);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    const stats = await connectorStats(connector);
+    expect(stats.cardsCreated).toBe(1);
+    expect(stats.requestsReceived).toBe(1);
+  });
+
+  it('when the first times out (504), the waiting duplicate takes over and gets the one card the connector made', async () => {
+    const { a, b, connector } = await startReplicas({ a: 300, b: 300 });
+    const [tokenA, tokenB] = await Promise.all([a.token('full'), b.token('full')]);
+    await setConnectorMode(connector, { mode: 'delay', delayMs: 1000, count: 1 });
+    const body = validCardBody();
+
+    const firstPromise = createCard(a.gw, tokenA, body);
+    await waitFor(async () => (await connectorStats(connector)).requestsReceived === 1, 2000, 'the first forward to reach the connector');
+    const waitingPromise = createCard(b.gw, tokenB, body);
+    const [first, waiting] = await Promise.all([firstPromise, waitingPromise]);
+
+    expectError(first, 504, 'Card processor did not answer in time');
+    if (waiting.statusCode === 409) {
+      // Only when B's wait (timeout + 1 s) ran out before A released the key: a loaded machine.
+      expect(waiting.json<{ retryAfter: number }>().retryAfter).toBeGreaterThanOrEqual(1);
+      expect(expectCard(await createCard(b.gw, tokenB, body)).cardId).toMatch(/^card_/);
+    } else {
+      // B reserved the released key and forwarded with the same Idempotency-Key: the connector replayed.
+      const card = expectCard(waiting);
+      expect(waiting.headers['idempotent-replayed']).toBeUndefined();
+      const replay = await createCard(a.gw, tokenA, body);
+      expect(expectCard(replay)).toEqual(card);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+    }
+    const stats = await connectorStats(connector);
+    expect(stats.cardsCreated).toBe(1);
+    expect(stats.requestsReceived).toBe(2);
+  });
+});

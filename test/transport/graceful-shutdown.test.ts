@@ -1,0 +1,156 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Agent, request as httpsRequest } from 'node:https';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { listenGateway, type RunningGateway } from '../../src/server.js';
+import { createTestGateway, PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig, type TestGateway } from '../support/gateway-fixture.js';
+import { compileEntryPoint, freePort, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from './compiled-gateway.js';
+import { realRequest } from './real-clients.js';
+
+/** D22: shutdown stops accepting, lets in-flight requests finish, then closes; SIGTERM does it. */
+
+/** Resolves with the error code of a connection attempt that fails, or 'connected'. */
+function connectOutcome(url: string, ca: string): Promise<string> {
+  return realRequest(url, { ca }).then(
+    () => 'connected',
+    (error: NodeJS.ErrnoException) => error.code ?? error.message,
+  );
+}
+
+describe('graceful shutdown of the listeners', () => {
+  let ca: string;
+  let gw: TestGateway | undefined;
+  let running: RunningGateway | undefined;
+  let releaseSlow: () => void = () => undefined;
+
+  beforeAll(async () => {
+    ca = await testCertificatePem();
+  });
+  afterEach(async () => {
+    releaseSlow();
+    await running?.close();
+    await gw?.close();
+    running = undefined;
+    gw = undefined;
+  });
+
+  /** A gateway with GET /slow, which answers 300 ms after it starts; `started` tells when it has. */
+  async function startWithSlowRoute() {
+    let markStarted: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => {
+      markStarted = resolve;
+    });
+    gw = await createTestGateway({
+      overrides: { trustedProxies: [] },
+      extend: {
+        public: (app) =>
+          app.get('/slow', async () => {
+            markStarted();
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, 300);
+              releaseSlow = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+            return { ok: true, payload: 'x'.repeat(64 * 1024) };
+          }),
+      },
+    });
+    running = await listenGateway(gw.gateway, {
+      https: { host: '127.0.0.1', port: 0 },
+      plainHttp: { host: '127.0.0.1', port: 0 },
+      admin: { host: '127.0.0.1', port: 0 },
+    });
+    return { gw, running, started };
+  }
+
+  it('finishes an in-flight request, refuses new connections, then resolves', async () => {
+    const { running: r, started } = await startWithSlowRoute();
+    const inFlight = realRequest(`${r.httpsUrl}/slow`, { ca });
+    await started;
+
+    const events: string[] = [];
+    const closed = r.close().then(() => events.push('closed'));
+    void inFlight.then(() => events.push('answered'));
+
+    // While draining: the listening sockets are already gone.
+    expect(await connectOutcome(`${r.httpsUrl}/.well-known/jwks.json`, ca)).toBe('ECONNREFUSED');
+
+    const response = await inFlight;
+    expect(response.status).toBe(200);
+    expect(JSON.parse(response.body)).toEqual({ ok: true, payload: 'x'.repeat(64 * 1024) });
+    await closed;
+    expect(events).toEqual(['answered', 'closed']);
+
+    expect(await connectOutcome(`${r.httpsUrl}/.well-known/jwks.json`, ca)).toBe('ECONNREFUSED');
+    expect(await connectOutcome(`${r.plainUrl!}/.well-known/jwks.json`, ca)).toBe('ECONNREFUSED');
+    expect(await connectOutcome(`${r.adminUrl}/healthz`, ca)).toBe('ECONNREFUSED');
+  });
+
+  it('does not wait for idle keep-alive connections', async () => {
+    const { running: r } = await startWithSlowRoute();
+    const agent = new Agent({ keepAlive: true, ca });
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpsRequest(`${r.httpsUrl}/.well-known/jwks.json`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(status).toBe(200);
+      const startedAt = Date.now();
+      await r.close();
+      // Keep-alive sockets idle for 72 s by default; closing must not wait for them.
+      expect(Date.now() - startedAt).toBeLessThan(2000);
+    } finally {
+      agent.destroy();
+    }
+  });
+});
+
+describe('SIGTERM to the real process', () => {
+  let entry: CompiledEntryPoint;
+  let gateway: SpawnedGateway | undefined;
+
+  beforeAll(async () => {
+    entry = await compileEntryPoint();
+  }, 120_000);
+  afterAll(() => {
+    gateway?.kill();
+    entry?.remove();
+  });
+
+  it('drains, logs "stopped" and exits 0', async () => {
+    const [https, plain, admin] = [await freePort(), await freePort(), await freePort()];
+    const written = await writeTestConfig(
+      await rawTestConfig({
+        listeners: { https: { host: '127.0.0.1', port: https }, plainHttp: { host: '127.0.0.1', port: plain }, admin: { host: '127.0.0.1', port: admin } },
+        trustedProxies: [],
+      }),
+    );
+    gateway = spawnGateway(entry.mainJs, written.file);
+    const listening = await gateway.waitForLog((line) => line['msg'] === 'gateway listening');
+    expect(listening).toMatchObject({ environment: 'sandbox', https: `https://127.0.0.1:${https}`, plainHttp: `http://127.0.0.1:${plain}`, admin: `http://127.0.0.1:${admin}` });
+
+    const ca = await testCertificatePem();
+    const login = await realRequest(`https://127.0.0.1:${https}/api/v1/auth/login`, { ca, method: 'POST', body: JSON.stringify({ username: 'full', password: PASSWORD }) });
+    expect(login.status).toBe(200);
+
+    gateway.child.kill('SIGTERM');
+    const { code, signal } = await gateway.exited;
+    expect(signal).toBeNull();
+    expect(code).toBe(0);
+    const messages = gateway.stdout.map((line) => (JSON.parse(line) as { msg?: string }).msg);
+    expect(messages).toContain('draining in-flight requests');
+    expect(messages.at(-1)).toBe('stopped');
+    expect(await connectOutcome(`https://127.0.0.1:${https}/.well-known/jwks.json`, ca)).toBe('ECONNREFUSED');
+
+    // The audit file lives in the temp folder, and the login reached it before exit.
+    const auditFile = join(written.dir, 'audit.jsonl');
+    expect(existsSync(auditFile)).toBe(true);
+    expect(readFileSync(auditFile, 'utf8')).toContain('"event":"login.succeeded"');
+  });
+});
