@@ -1,0 +1,111 @@
+import type { LightMyRequestResponse } from 'fastify';
+import type { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { PASSWORD, createTestGateway, login, type TestGateway } from '../support/gateway-fixture.js';
+import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
+import { uniquePrefix } from '../support/redis.js';
+import {
+  RELAXED_LIMITS,
+  T0,
+  expectStoreUnavailable,
+  postLogin,
+  postLogout,
+  postRefresh,
+  refreshOk,
+  waitFor,
+} from '../support/auth-requests.js';
+
+/**
+ * D23 against a redis-server of this test's own (the shared one on 6379 is never touched):
+ * paused with SIGSTOP (socket open, no answers) and killed then restarted on the same port.
+ */
+describe('authentication while the shared store is down (D23)', () => {
+  let redis: PrivateRedis;
+  let client: Redis;
+  let store: RedisStore;
+  let gw: TestGateway;
+
+  beforeEach(async () => {
+    redis = await startPrivateRedis();
+    client = createRedisClient({ url: redis.url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+    client.on('error', () => undefined);
+    store = new RedisStore(client, uniquePrefix('auth-outage'));
+    expect(await waitUntilReady(client, 5_000)).toBe(true);
+    gw = await createTestGateway({ clock: new ManualClock(T0), store, overrides: { rateLimits: RELAXED_LIMITS } });
+  });
+
+  afterEach(async () => {
+    await gw?.close();
+    // A paused server would hold QUIT until the command timeout: let it answer first.
+    try {
+      redis?.resume();
+    } catch {
+      // already gone
+    }
+    await store?.close();
+    await redis?.stop();
+  });
+
+  async function timed(request: () => Promise<LightMyRequestResponse>): Promise<{ response: LightMyRequestResponse; ms: number }> {
+    const started = performance.now();
+    const response = await request();
+    return { response, ms: performance.now() - started };
+  }
+
+  /** Login, refresh and logout each answer 503 with retryAfter within 1.5 s: never 401/429, never a hang. */
+  async function expectAllUnavailable(session: { accessToken: string; refreshToken: string }): Promise<void> {
+    const attempts = [
+      () => postLogin(gw, 'full', PASSWORD),
+      () => postLogin(gw, 'nobody', 'wrong'),
+      () => postRefresh(gw, session.accessToken, session.refreshToken),
+      () => postLogout(gw, session.accessToken, session.refreshToken),
+    ];
+    for (const attempt of attempts) {
+      const { response, ms } = await timed(attempt);
+      expectStoreUnavailable(response);
+      expect(ms).toBeLessThan(1_500);
+    }
+  }
+
+  /** The store's line of /readyz (the connector, unreachable in these tests, has its own). */
+  async function storeReadiness(): Promise<unknown> {
+    const response = await gw.gateway.admin.inject({ method: 'GET', url: '/readyz' });
+    return response.json<{ checks: Record<string, unknown> }>().checks['store'];
+  }
+
+  const loginSucceeds = async () => (await postLogin(gw, 'full', PASSWORD)).statusCode === 200;
+
+  it('answers 503 within 1.5 s while Redis is paused (SIGSTOP) and recovers by itself after SIGCONT', async () => {
+    const session = await login(gw);
+    const kept = await login(gw);
+    expect(await storeReadiness()).toBe('ok');
+
+    redis.pause();
+    await expectAllUnavailable(session);
+    const readiness = await gw.gateway.admin.inject({ method: 'GET', url: '/readyz' });
+    expect(readiness.statusCode).toBe(503);
+    expect(readiness.json()).toMatchObject({ status: 'not ready', checks: { store: 'unavailable' } });
+
+    redis.resume();
+    await waitFor(loginSucceeds, 10_000, 'login to succeed again after SIGCONT');
+    // the same gateway instance, never restarted: sessions from before the pause still work
+    const rotated = await refreshOk(gw, kept.accessToken, kept.refreshToken);
+    expect((await postLogout(gw, rotated.accessToken, rotated.refreshToken)).statusCode).toBe(200);
+    expect(await storeReadiness()).toBe('ok');
+  });
+
+  it('answers 503 while Redis is dead and recovers when a new one starts on the same port', async () => {
+    const session = await login(gw);
+    await redis.kill();
+    await expectAllUnavailable(session);
+
+    await redis.restart();
+    await waitFor(loginSucceeds, 10_000, 'login to succeed again after the restart');
+    const fresh = await login(gw);
+    const rotated = await refreshOk(gw, fresh.accessToken, fresh.refreshToken);
+    expect((await postLogout(gw, rotated.accessToken, rotated.refreshToken)).statusCode).toBe(200);
+  });
+});
