@@ -33,6 +33,10 @@ export function registerLogoutRoute(app: FastifyInstance, ctx: AuthContext): voi
       if (outcome !== 'revoked') {
         ctx.metrics.logouts.inc({ outcome: 'failed' });
         ctx.audit.record({ ...base, outcome: 'failure', reason: outcome });
+        if (outcome === 'rotated-out') {
+          ctx.metrics.reuseDetected.inc();
+          ctx.audit.record({ ...base, event: 'refresh.reuse_detected', outcome: 'denied', reason: 'family_revoked' });
+        }
         throw errors.authenticationFailed(outcome === 'expired' ? 'Refresh token is expired' : 'Refresh token is invalid or already revoked');
       }
       ctx.metrics.logouts.inc({ outcome: 'succeeded' });

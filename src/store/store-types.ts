@@ -27,7 +27,10 @@ export interface SessionStore {
    * after the grace it is reuse: the family is revoked. Atomic.
    */
   rotate(input: { token: TokenRef; credentialId: string; newTokenHash: string; newExpiresAt: number; now: number; graceMs: number }): Promise<RotateOutcome>;
-  /** Logout (D6): revokes the whole family of a live token. Atomic. */
+  /**
+   * Logout (D6): revokes the whole family of a live token. A token presented after its grace
+   * is reuse (D5): the family is revoked too, and the answer is `rotated-out`. Atomic.
+   */
   revokeFamily(input: { token: TokenRef; credentialId: string; now: number; graceMs: number }): Promise<RevokeOutcome>;
 }
 

@@ -273,6 +273,16 @@ export function tokenLifecycleSuite(name: string, makeStore: (clock: ManualClock
         expect((await postLogout(gw, bNext.accessToken, bNext.refreshToken)).statusCode).toBe(200);
         expectUnauthorized(await postRefresh(gw, bNext.accessToken, b.refreshToken), 'Refresh token is revoked');
       });
+
+      it('treats a token presented at logout after its grace as reuse (D5): 401, and the whole family dies', async () => {
+        const { gw } = await open({ tolerance: 0 });
+        const session = await login(gw);
+        const next = await refreshOk(gw, session.accessToken, session.refreshToken);
+        at(gw, 60 * SECOND);
+        expectUnauthorized(await postLogout(gw, next.accessToken, session.refreshToken), LOGOUT_REFUSED);
+        expectUnauthorized(await postRefresh(gw, next.accessToken, next.refreshToken), 'Refresh token is revoked');
+        expect(gw.audit.events().map((event) => event.event)).toContain('refresh.reuse_detected');
+      });
     });
 
     describe('deactivation (spec 5.6, D7)', () => {

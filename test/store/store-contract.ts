@@ -190,11 +190,15 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
         expect(await revoke(second, expiresAt - 1)).toBe('revoked');
       });
 
-      it('answers rotated-out for a token rotated out past the grace, and leaves the family alive', async () => {
+      it('answers rotated-out for a token rotated out past the grace, and revokes its family as reuse (D5)', async () => {
         const first = await login();
         const r1 = await rotate(first, T0 + 1_000);
-        expect(await revoke(first, T0 + 1_000 + GRACE)).toBe('rotated-out');
-        expect((await rotate(r1.next, T0 + 1_000 + GRACE + 1)).outcome).toBe('rotated');
+        expect(await revoke(first, T0 + 1_000 + GRACE - 1)).toBe('revoked');
+        const second = await login();
+        const r2 = await rotate(second, T0 + 1_000);
+        expect(await revoke(second, T0 + 1_000 + GRACE)).toBe('rotated-out');
+        expect((await rotate(r2.next, T0 + 1_000 + GRACE + 1)).outcome).toBe('revoked');
+        expect(r1.outcome).toBe('rotated');
       });
 
       it('revokes through a token still inside its grace, its grace siblings included', async () => {

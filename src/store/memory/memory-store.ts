@@ -65,9 +65,8 @@ class MemorySessions implements SessionStore {
     if (family.credentialId !== credentialId) return 'mismatch';
     if (family.revoked) return 'already-revoked';
     if (record.expiresAt <= now) return 'expired';
-    if (record.rotatedAt !== undefined && now >= record.rotatedAt + graceMs) return 'rotated-out';
     family.revoked = true;
-    return 'revoked';
+    return record.rotatedAt !== undefined && now >= record.rotatedAt + graceMs ? 'rotated-out' : 'revoked';
   }
 
   sweep(now: number): void {

@@ -57,8 +57,9 @@ if fam[1] ~= ARGV[1] then return 'mismatch' end
 if fam[2] == '1' then return 'already-revoked' end
 local now = tonumber(ARGV[2])
 if tonumber(tok[1]) <= now then return 'expired' end
-if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then return 'rotated-out' end
+-- a token past its grace presented anywhere is reuse (D5): the family dies all the same
 redis.call('HSET', KEYS[1], 'revoked', '1')
+if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then return 'rotated-out' end
 return 'revoked'`,
   },
   // KEYS: record. ARGV: owner, now, leaseExpiresAt, ttlMs
