@@ -26,7 +26,7 @@ import type { AuditSink } from './observability/audit.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import { installRequestMetrics } from './observability/request-metrics.js';
 import type { GatewayStore } from './store/store-types.js';
-import './types.js';
+import './request-context.js';
 
 export interface GatewayDependencies {
   config: GatewayConfig;

@@ -1,6 +1,7 @@
 import { unwatchFile, watchFile } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { pino } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { buildGateway } from './app.js';
 import { systemClock } from './clock.js';
@@ -54,7 +55,8 @@ async function load(file: string): Promise<GatewayConfig> {
 const file = configPath();
 await prepareLocal(file);
 const config = await load(file);
-const logger = createLogger(config.logging.level);
+// Asynchronous stdout: a slow log consumer must not stall requests (flushed on shutdown).
+const logger = createLogger(config.logging.level, pino.destination({ dest: 1, sync: false }));
 const store = createStore(config.store, () => systemClock.now());
 if (store instanceof RedisStore) {
   // One line per change of state, not one per reconnect attempt.
