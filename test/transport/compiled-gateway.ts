@@ -22,7 +22,7 @@ export async function compileEntryPoint(): Promise<CompiledEntryPoint> {
   const tsc = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
   const output = await new Promise<string>((resolve) => {
     // Type errors elsewhere in src/ still emit JavaScript; only a missing entry point fails here.
-    execFile(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir, '--sourceMap', 'false'], { cwd: REPO }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`));
+    execFile(process.execPath, [tsc, '-p', 'src/tsconfig.json', '--outDir', outDir, '--sourceMap', 'false'], { cwd: REPO }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`));
   });
   const mainJs = join(outDir, 'src', 'main.js');
   if (!existsSync(mainJs)) throw new Error(`tsc did not emit ${mainJs}:\n${output}`);
