@@ -20,6 +20,11 @@ export interface SandboxConnectorOptions {
   binPrefix?: string;
   /** Epoch milliseconds for `createdAt` and the expiry; default `Date.now`. */
   now?: () => number;
+  /**
+   * Serve HTTPS with this certificate. With `ca`, clients must present a certificate signed by
+   * it (mutual TLS, the way a real connector trusts the gateway).
+   */
+  tls?: { cert: string | Buffer; key: string | Buffer; ca?: string | Buffer };
 }
 
 /** The card record the connector contract answers with. */
@@ -131,7 +136,10 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
   const app = Fastify({
     logger: opts.logger ?? false,
     logController: new LogController({ disableRequestLogging: true }),
-  });
+    ...(opts.tls && {
+      https: { cert: opts.tls.cert, key: opts.tls.key, ...(opts.tls.ca && { ca: opts.tls.ca, requestCert: true, rejectUnauthorized: true }) },
+    }),
+  }) as unknown as FastifyInstance;
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const status = typeof error.statusCode === 'number' && error.statusCode >= 400 ? error.statusCode : 500;
@@ -147,7 +155,8 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
   // sandboxes often, so close ends idle sockets at once and busy ones after their answer.
   const activeRequests = new Map<Socket, number>();
   let closing = false;
-  app.server.on('connection', (socket: Socket) => {
+  // Requests see the TLS socket, not the TCP one 'connection' reports.
+  app.server.on(opts.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
     activeRequests.set(socket, 0);
     socket.once('close', () => activeRequests.delete(socket));
   });
@@ -343,7 +352,7 @@ export async function startSandboxConnector(
   const address = app.server.address() as AddressInfo;
   const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
-    url: `http://${hostPart}:${address.port}`,
+    url: `${rest.tls ? 'https' : 'http'}://${hostPart}:${address.port}`,
     close: () => app.close(),
     app,
   };
