@@ -19,6 +19,7 @@ import type { GatewayConfig } from './config/load-config.js';
 import { connectorHealthProbe, registerConnectorForwarding } from './connector/connector-client.js';
 import { installEdgeGuards, trustProxyFromLive } from './edge/edge-guards.js';
 import { installErrorHandler } from './edge/error-handler.js';
+import { createFrameworkErrorHandler } from './edge/framework-errors.js';
 import { installNotFound } from './edge/not-found.js';
 import { ErrorEnvelopeSchema } from './edge/schemas.js';
 import { buildAdminServer, type ReadinessProbe } from './observability/admin-server.js';
@@ -70,9 +71,14 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     // Never take a client's request id: the correlation id is ours (spec 5.10).
     requestIdHeader: false,
     trustProxy: trustProxyFromLive(live),
+    // A URL Fastify cannot decode is answered before any hook: render it as the envelope too.
+    frameworkErrors: createFrameworkErrorHandler({ live, clock }),
     bodyLimit: config.cards.bodyLimitBytes,
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // edge-guards.ts answers requests that arrive while draining, with the envelope.
+    return503OnClosing: false,
+    // Bounds a client that trickles its request (slowloris); the connector has its own timeout.
+    requestTimeout: 30_000,
     ajv: {
       // Unknown members are errors (D14), "100" is not 100, and every problem is reported.
       customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false },

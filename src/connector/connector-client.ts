@@ -42,10 +42,9 @@ function undiciOptions(settings: ConnectorSettings) {
     keepAliveTimeout: 30_000,
     headersTimeout: settings.timeoutMs,
     bodyTimeout: settings.timeoutMs,
-    // reply-from's defaults set tls.rejectUnauthorized = false (getUndiciOptions): a
-    // connector with any certificate would be trusted. Verification is forced back on here.
-    tls: { rejectUnauthorized: true },
     connect: {
+      // reply-from's defaults set tls.rejectUnauthorized = false (getUndiciOptions), which
+      // would trust any connector certificate; undici lets `connect` override `tls`.
       rejectUnauthorized: true,
       timeout: Math.min(settings.timeoutMs, 5000),
       ...(settings.tls?.ca && { ca: settings.tls.ca }),

@@ -18,6 +18,19 @@ export function installEdgeGuards(app: FastifyInstance, deps: { live: LiveSettin
   const { live, clock, audit, metrics } = deps;
   app.decorateRequest('clientAddress', '');
   app.decorateRequest('principal', undefined);
+  // Set when close() starts: requests that arrive on kept-alive sockets while in-flight ones
+  // drain get the 503 envelope (Fastify's own closing answer is not one) and Connection: close.
+  let draining = false;
+  app.addHook('preClose', (done) => {
+    draining = true;
+    done();
+  });
+  // Answers finished while draining close their socket: a kept-alive socket whose request was
+  // in flight when close() began would otherwise hold the shutdown until its keep-alive timeout.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (draining) reply.header('connection', 'close');
+    done(null, payload);
+  });
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-correlation-id', request.id);
@@ -26,6 +39,11 @@ export function installEdgeGuards(app: FastifyInstance, deps: { live: LiveSettin
     const clientAddress = normaliseAddress(request.ip) ?? request.ip;
     request.clientAddress = clientAddress;
 
+    if (draining) {
+      reply.header('connection', 'close');
+      sendError(reply, errors.shuttingDown(), clock);
+      return;
+    }
     if (!live.current.allowlist.contains(clientAddress)) {
       metrics.accessDenied.inc({ reason: 'allowlist' });
       audit.record({ event: 'access.denied', correlationId: request.id, clientAddress, outcome: 'denied', reason: 'allowlist' });

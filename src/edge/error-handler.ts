@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Clock } from '../clock.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { fieldPath } from '../config/config-error.js';
+import { maskPan } from '../cards/mask-card.js';
 import { StoreUnavailableError } from '../store/store-types.js';
 import { errors, GatewayError, toEnvelope, type FieldProblem } from './errors.js';
 
@@ -11,6 +12,8 @@ interface AjvLikeError {
   message?: string;
   params?: Record<string, unknown>;
 }
+
+const CARD_NUMBER_LIKE = /\d{13,}/g;
 
 /** Ajv errors as `{ path, message }` a developer can act on: `config.tolerance.percentage`. */
 export function validationFields(validation: readonly AjvLikeError[], context: string | undefined): FieldProblem[] {
@@ -31,7 +34,8 @@ export function validationFields(validation: readonly AjvLikeError[], context: s
     } else if (error.keyword === 'propertyNames') {
       message = 'has a key that is too long or invalid';
     }
-    let path = pointer === '' ? '(body)' : fieldPath(pointer);
+    // A key is the client's text: a card number used as one is masked like a PAN (D18).
+    let path = pointer === '' ? '(body)' : fieldPath(pointer).replace(CARD_NUMBER_LIKE, maskPan);
     if (prefix) path = pointer === '' ? prefix : `${prefix}.${path}`;
     const key = `${path}\u0000${message}`;
     if (!seen.has(key)) {

@@ -57,6 +57,7 @@ export const errors = {
     new GatewayError(429, 'RATE_LIMITED', 'Rate limit exceeded, retry later', { retryAfter, headers }),
   idempotencyInProgress: (retryAfter: number) =>
     new GatewayError(409, 'IDEMPOTENCY_IN_PROGRESS', 'A request with this requestId is still being processed', { retryAfter }),
+  shuttingDown: () => new GatewayError(503, 'SHUTTING_DOWN', 'Service is shutting down, retry on another connection', { retryAfter: 1 }),
   storeUnavailable: (cause?: unknown) =>
     new GatewayError(503, 'STORE_UNAVAILABLE', 'Service temporarily unavailable', { retryAfter: 1, cause }),
   badGateway: (cause?: unknown) => new GatewayError(502, 'BAD_GATEWAY', 'Card processor error', { cause }),

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { createTestGateway, PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig, type TestGateway } from '../support/gateway-fixture.js';
 import { compileEntryPoint, freePort, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from './compiled-gateway.js';
-import { realRequest } from './real-clients.js';
+import { realRequest, waitFor } from './real-clients.js';
 
 /** D22: shutdown stops accepting, lets in-flight requests finish, then closes; SIGTERM does it. */
 
@@ -74,7 +74,10 @@ describe('graceful shutdown of the listeners', () => {
     const closed = r.close().then(() => events.push('closed'));
     void inFlight.then(() => events.push('answered'));
 
-    // While draining: the listening sockets are already gone.
+    // While draining: once close() has stopped the listener (a few ticks after the call),
+    // new connections are refused even though the slow request is still in flight.
+    await waitFor('the TLS listener to stop accepting', () => (gw!.gateway.app.server.listening ? undefined : true));
+    expect(events).toEqual([]);
     expect(await connectOutcome(`${r.httpsUrl}/.well-known/jwks.json`, ca)).toBe('ECONNREFUSED');
 
     const response = await inFlight;
