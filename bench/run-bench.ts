@@ -52,25 +52,34 @@ interface Server {
   child: ChildProcess;
   url: string;
   stats: { heapUsed: number; rss: number; handles: number }[];
+  /** User + system CPU time the server process has used so far, in microseconds. */
+  cpuMicros(): Promise<number>;
   stop(): Promise<void>;
 }
 
 async function startServer(cpu: number, args: string[], nodeFlags: string[] = []): Promise<Server> {
   const [command, commandArgs] = pinned(cpu, [...nodeFlags, join(distBench, 'serve.js'), ...args]);
-  const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'inherit'], cwd: root });
+  const child = spawn(command, commandArgs, { stdio: ['pipe', 'pipe', 'inherit'], cwd: root });
   const stats: Server['stats'] = [];
+  const cpuWaiters: ((micros: number) => void)[] = [];
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`server ${args[0]} exited with ${code}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      const message = JSON.parse(line) as { ready?: boolean; url?: string; stats?: Server['stats'][number] };
+      const message = JSON.parse(line) as { ready?: boolean; url?: string; stats?: Server['stats'][number]; cpu?: { user: number; system: number } };
       if (message.ready && message.url) resolve(message.url);
       if (message.stats) stats.push(message.stats);
+      if (message.cpu) cpuWaiters.shift()?.(message.cpu.user + message.cpu.system);
     });
   });
   return {
     child,
     url,
     stats,
+    cpuMicros: () =>
+      new Promise((resolve) => {
+        cpuWaiters.push(resolve);
+        child.stdin!.write('cpu\n');
+      }),
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -116,19 +125,26 @@ interface Measured {
   p50Ms: number;
   p99Ms: number;
   p999Ms: number;
+  /** CPU time of the server under test per answered request: steadier than req/s on a noisy VM. */
+  cpuUsPerRequest: number;
   non2xx: number;
   errors: number;
 }
 
-async function measure(base: Omit<LoadOptions, 'connections' | 'durationSeconds'>, connections: number, overallRate?: number): Promise<Measured> {
+async function measure(server: Server, base: Omit<LoadOptions, 'connections' | 'durationSeconds'>, connections: number, overallRate?: number): Promise<Measured> {
   await runLoad({ ...base, connections, durationSeconds: WARMUP, ...(overallRate && { overallRate }) });
-  const results: LoadResult[] = [];
-  for (let run = 0; run < RUNS; run += 1) results.push(await runLoad({ ...base, connections, durationSeconds: DURATION, ...(overallRate && { overallRate }) }));
+  const results: (LoadResult & { cpuUs: number })[] = [];
+  for (let run = 0; run < RUNS; run += 1) {
+    const before = await server.cpuMicros();
+    const result = await runLoad({ ...base, connections, durationSeconds: DURATION, ...(overallRate && { overallRate }) });
+    results.push({ ...result, cpuUs: ((await server.cpuMicros()) - before) / Math.max(1, result.requests) });
+  }
   return {
     rps: Math.round(median(results.map((r) => r.rps))),
     p50Ms: median(results.map((r) => r.p50Ms)),
     p99Ms: median(results.map((r) => r.p99Ms)),
     p999Ms: median(results.map((r) => r.p999Ms)),
+    cpuUsPerRequest: Math.round(median(results.map((r) => r.cpuUs))),
     non2xx: results.reduce((sum, r) => sum + r.non2xx, 0),
     errors: results.reduce((sum, r) => sum + r.errors + r.timeouts, 0),
   };
@@ -223,29 +239,31 @@ async function main(): Promise<void> {
     if (SOAK) return await soak(started, dir, ca);
 
     const results: ScenarioResult[] = [];
-    const record = async (name: string, description: string, load: Omit<LoadOptions, 'connections' | 'durationSeconds'>) => {
+    const record = async (server: Server, name: string, description: string, load: Omit<LoadOptions, 'connections' | 'durationSeconds'>, shape = { connections: CONNECTIONS, rate: MODERATE_RATE }) => {
       process.stderr.write(`bench: ${name}\n`);
-      const throughput = await measure(load, CONNECTIONS);
-      const atRate = await measure(load, 16, MODERATE_RATE);
-      results.push({ name, description, ...throughput, ratioToBareProxy: 0, atModerateRate: { ...atRate, rate: MODERATE_RATE, p99AddedMsVsBareProxy: 0 } });
+      const throughput = await measure(server, load, shape.connections);
+      const atRate = await measure(server, load, Math.min(16, shape.connections), shape.rate);
+      results.push({ name, description, ...throughput, ratioToBareProxy: 0, atModerateRate: { ...atRate, rate: shape.rate, p99AddedMsVsBareProxy: 0 } });
     };
 
     const direct = await started(0, ['connector']);
-    await record('A-connector-direct', 'sandbox connector called directly (plain HTTP)', { url: `${direct.url}/v1/cards`, scenario: 'connector-create' });
+    await record(direct, 'A-connector-direct', 'sandbox connector called directly (plain HTTP)', { url: `${direct.url}/v1/cards`, scenario: 'connector-create' });
     await direct.stop();
 
     const bare = await started(0, ['bare-proxy', upstream.url, dir], profileFlags('bare-proxy'));
-    await record('B-bare-proxy', 'Fastify + @fastify/http-proxy over TLS, no auth or validation', { url: `${bare.url}/api/v1/issuing/cards`, scenario: 'connector-create' });
+    await record(bare, 'B-bare-proxy', 'Fastify + @fastify/http-proxy over TLS, no auth or validation', { url: `${bare.url}/api/v1/issuing/cards`, scenario: 'connector-create' });
     await bare.stop();
 
     for (const kind of ['memory', 'redis'] as const) {
       const gateway = await started(0, ['gateway', kind, dir, String(LOG_REQUESTS)], profileFlags(`gateway-${kind}`));
       const tokens = await httpsJson(gateway.url, '/api/v1/auth/login', { username: 'bench', password: PASSWORD }, ca);
       const token = String(tokens['accessToken']);
-      await record(`C-gateway-create-${kind}`, `full gateway, card creation with a fresh requestId, ${kind} store`, { url: `${gateway.url}/api/v1/issuing/cards`, scenario: 'gateway-create', token });
+      await record(gateway, `C-gateway-create-${kind}`, `full gateway, card creation with a fresh requestId, ${kind} store`, { url: `${gateway.url}/api/v1/issuing/cards`, scenario: 'gateway-create', token });
       if (kind === 'redis') {
-        await record('D-gateway-replay-redis', 'idempotent replays of one requestId, Redis store', { url: `${gateway.url}/api/v1/issuing/cards`, scenario: 'gateway-replay', token });
-        await record('E-auth-mix-redis', 'login then refresh per connection (scrypt on every login), Redis store', { url: gateway.url, scenario: 'auth-mix', username: 'bench', password: PASSWORD });
+        await record(gateway, 'D-gateway-replay-redis', 'idempotent replays of one requestId, Redis store', { url: `${gateway.url}/api/v1/issuing/cards`, scenario: 'gateway-replay', token });
+        // Every login costs a scrypt hash (~30 ms of CPU): 4 connections and 20 req/s keep the
+        // latency figures about service time rather than queueing.
+        await record(gateway, 'E-auth-mix-redis', 'login then refresh per connection (scrypt on every login), Redis store', { url: gateway.url, scenario: 'auth-mix', username: 'bench', password: PASSWORD }, { connections: 4, rate: 20 });
       }
       await gateway.stop();
     }
@@ -288,12 +306,14 @@ function printTable(results: ScenarioResult[]): void {
     r.p50Ms.toFixed(1),
     r.p99Ms.toFixed(1),
     r.p999Ms.toFixed(1),
+    String(r.cpuUsPerRequest),
     r.ratioToBareProxy.toFixed(2),
+    `${r.atModerateRate.rate}/s`,
     `${r.atModerateRate.p50Ms.toFixed(1)}/${r.atModerateRate.p99Ms.toFixed(1)}`,
     r.atModerateRate.p99AddedMsVsBareProxy.toFixed(1),
     String(r.non2xx + r.errors),
   ]);
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'x bare', `@${MODERATE_RATE}/s p50/p99`, '+p99 ms', 'bad'];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'CPU µs/req', 'x bare', 'fixed rate', 'p50/p99 ms', '+p99 ms', 'bad'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
   process.stdout.write(`${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`);

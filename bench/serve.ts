@@ -4,19 +4,19 @@
  *   node dist/bench/serve.js bare-proxy <connectorUrl> <benchDir>
  *   node dist/bench/serve.js gateway <memory|redis> <benchDir> [logRequests]
  * Prints one JSON line `{"ready":true,...urls}` when listening, then one
- * `{"stats":{heapUsed,rss,handles}}` line per second; exits on SIGTERM.
+ * `{"stats":{heapUsed,rss,handles}}` line per second, and `{"cpu":{...}}` (process CPU time in
+ * microseconds) for every `cpu` line on stdin; exits on SIGTERM.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import httpProxy from '@fastify/http-proxy';
 import Fastify from 'fastify';
-import { pino } from 'pino';
 import { buildGateway } from '../src/app.js';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { startSandboxConnector } from '../src/connector/sandbox/sandbox-connector.js';
 import { createFileAuditSink } from '../src/observability/audit.js';
-import { createLogger } from '../src/observability/logger.js';
+import { createLogDestination, createLogger } from '../src/observability/logger.js';
 import { listenGateway } from '../src/server.js';
 import { createStore } from '../src/store/create-store.js';
 import { waitUntilReady } from '../src/store/redis/redis-client.js';
@@ -46,7 +46,7 @@ if (role === 'connector') {
   const [storeKind, benchDir, logRequests] = args as [string, string, string | undefined];
   const config = await loadConfig(join(benchDir, `gateway-${storeKind}.yaml`), {});
   // Logs go to a file as they would in production (not to the orchestrator's pipe).
-  const logger = createLogger(config.logging.level, pino.destination({ dest: join(benchDir, `gateway-${storeKind}.log`), sync: false }));
+  const logger = createLogger(config.logging.level, createLogDestination(join(benchDir, `gateway-${storeKind}.log`)));
   const store = createStore(config.store, () => systemClock.now());
   if (store instanceof RedisStore) {
     store.client.on('error', () => undefined);
@@ -71,6 +71,11 @@ const stats = setInterval(() => {
   say({ stats: { heapUsed: memory.heapUsed, rss: memory.rss, handles: process.getActiveResourcesInfo().length } });
 }, 1000);
 stats.unref();
+
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (text: string) => {
+  if (text.includes('cpu')) say({ cpu: process.cpuUsage() });
+});
 
 process.on('SIGTERM', () => {
   void close().then(() => process.exit(0));

@@ -1,7 +1,6 @@
 import { unwatchFile, watchFile } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { pino } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { buildGateway } from './app.js';
 import { systemClock } from './clock.js';
@@ -11,7 +10,7 @@ import { RELOADABLE } from './config/live-settings.js';
 import { ensureLocalSecrets } from './config/local-secrets.js';
 import { loadConfig, type GatewayConfig } from './config/load-config.js';
 import { createFileAuditSink } from './observability/audit.js';
-import { createLogger } from './observability/logger.js';
+import { createLogDestination, createLogger } from './observability/logger.js';
 import { listenGateway } from './server.js';
 import { createStore } from './store/create-store.js';
 import { waitUntilReady } from './store/redis/redis-client.js';
@@ -55,8 +54,9 @@ async function load(file: string): Promise<GatewayConfig> {
 const file = configPath();
 await prepareLocal(file);
 const config = await load(file);
-// Asynchronous stdout: a slow log consumer must not stall requests (flushed on shutdown).
-const logger = createLogger(config.logging.level, pino.destination({ dest: 1, sync: false }));
+// Asynchronous, batched stdout: a slow log consumer must not stall requests (flushed on shutdown).
+const logDestination = createLogDestination(1);
+const logger = createLogger(config.logging.level, logDestination);
 const store = createStore(config.store, () => systemClock.now());
 if (store instanceof RedisStore) {
   // One line per change of state, not one per reconnect attempt.
@@ -124,7 +124,7 @@ async function shutdown(signal: string): Promise<void> {
   await store.close();
   await audit.close();
   logger.info('stopped');
-  logger.flush();
+  logDestination.flushSync();
   process.exitCode = 0;
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -28,6 +28,25 @@ export const REDACTED_PATHS = [
   '*.*.refreshToken',
 ];
 
+/**
+ * Where the service's own log lines go (stdout, or a file): asynchronous, in batches of 4 KiB
+ * flushed at least every second, so logging costs one write per batch instead of one per line
+ * (perf-notes.md). Lines of the last second can be lost in a crash; the audit trail, which
+ * must not lose lines, has its own unbatched sink (audit.ts).
+ */
+export function createLogDestination(dest: number | string): DestinationStream & { flushSync(): void } {
+  const destination = pino.destination({ dest, sync: false, minLength: 4096, mkdir: typeof dest === 'string' });
+  const timer = setInterval(() => {
+    try {
+      destination.flush();
+    } catch {
+      // not yet open, or closed: nothing to flush
+    }
+  }, 1000);
+  timer.unref();
+  return destination;
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
