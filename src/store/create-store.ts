@@ -8,5 +8,6 @@ import type { GatewayStore } from './store-types.js';
 export function createStore(config: GatewayConfig['store'], now: () => number): GatewayStore {
   if (config.kind === 'memory') return new MemoryStore(now);
   const client = createRedisClient(config);
-  return new RedisStore(client, config.keyPrefix);
+  // A guarded script may still act up to one second after the gateway gave up on it (clock slack).
+  return new RedisStore(client, config.keyPrefix, { deadlineMs: config.commandTimeoutMs + 1000 });
 }

@@ -287,3 +287,23 @@ describe('RedisStore: fail fast when Redis is unreachable (D23)', () => {
     }
   });
 });
+
+describe('RedisStore: scripts that arrive after the gateway gave up change nothing', () => {
+  it('regression: a rotation, logout or idempotency claim that reaches Redis past its deadline is a no-op (a paused Redis resuming cannot rotate or revoke behind a client that got 503)', async () => {
+    const { store, client, prefix } = await open('stale');
+    // Same namespace and client, but every guarded script is already past its deadline on arrival.
+    const late = new RedisStore(client, prefix, { ownsClient: false, deadlineMs: -10_000 });
+    const token = freshToken();
+    await store.sessions.createFamily({ token, credentialId: 'cred-1', expiresAt: T0 + DAY, now: T0 });
+
+    await expect(late.sessions.rotate({ token, credentialId: 'cred-1', newTokenHash: 'h_late', newExpiresAt: T0 + DAY, now: T0 + 1_000, graceMs: GRACE })).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(late.sessions.revokeFamily({ token, credentialId: 'cred-1', now: T0 + 1_000, graceMs: GRACE })).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(late.idempotency.reserve('acct-1:req-late', { owner: 'gw-late', now: T0, leaseMs: 10_000 })).rejects.toBeInstanceOf(StoreUnavailableError);
+
+    // Nothing happened: the token was never rotated (so a retry more than a grace later is not
+    // reuse), the family is not revoked, and the requestId is free for another claim.
+    expect(await client.hget(`${prefix}rt:{${token.familyId}}:${token.tokenHash}`, 'rotatedAt')).toBeNull();
+    expect(await store.sessions.rotate({ token, credentialId: 'cred-1', newTokenHash: 'h_next', newExpiresAt: T0 + DAY, now: T0 + 2 * GRACE, graceMs: GRACE })).toBe('rotated');
+    expect(await store.idempotency.reserve('acct-1:req-late', { owner: 'gw-other', now: T0, leaseMs: 10_000 })).toEqual({ state: 'reserved' });
+  });
+});

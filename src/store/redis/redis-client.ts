@@ -22,8 +22,8 @@ export function createRedisClient(options: RedisClientOptions): Redis {
     connectTimeout: options.connectTimeoutMs,
     enableAutoPipelining: true,
     retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
-    // A paused server (CLIENT PAUSE, SIGSTOP) leaves the socket open: without this the client
-    // would keep waiting on it; with it, the reconnect loop takes over.
+    // TCP keep-alive notices a peer that vanished (host down, cable cut). A paused server on a
+    // live host (CLIENT PAUSE, SIGSTOP) still answers it: there commandTimeout gives the 503.
     keepAlive: 1000,
   });
   return client;

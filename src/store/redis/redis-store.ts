@@ -20,12 +20,20 @@ import {
  * gateway's clock and kept in the records; PEXPIRE only frees memory. The scripts check state
  * before writing, so ioredis re-sending one after a reconnect changes nothing twice. All keys
  * of one script share a hash tag ({family} or {account:requestId}).
+ *
+ * The scripts whose effect the client must know about (rotation, logout, idempotency claim)
+ * also carry a deadline: a command that reaches a paused or stopped Redis times out at the
+ * gateway (503), but would still run when Redis resumes, rotating or revoking behind the
+ * client's back. Past its deadline, by Redis's own clock, such a script does nothing.
  */
+const STALE_GUARD = `
+local clock = redis.call('TIME')
+if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > tonumber(ARGV[#ARGV]) then return 'stale' end`;
 const SCRIPTS = {
-  // KEYS: family, presented token, new token. ARGV: credentialId, now, graceMs, newExpiresAt, ttlMs
+  // KEYS: family, presented token, new token. ARGV: credentialId, now, graceMs, newExpiresAt, ttlMs, deadline
   rotateRefresh: {
     numberOfKeys: 3,
-    lua: `
+    lua: `${STALE_GUARD}
 local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked')
 local tok = redis.call('HMGET', KEYS[2], 'exp', 'rotatedAt')
 if not fam[1] or not tok[1] then return 'unknown' end
@@ -46,10 +54,10 @@ redis.call('PEXPIRE', KEYS[3], ARGV[5])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
 return 'rotated'`,
   },
-  // KEYS: family, presented token. ARGV: credentialId, now, graceMs
+  // KEYS: family, presented token. ARGV: credentialId, now, graceMs, deadline
   revokeFamily: {
     numberOfKeys: 2,
-    lua: `
+    lua: `${STALE_GUARD}
 local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked')
 local tok = redis.call('HMGET', KEYS[2], 'exp', 'rotatedAt')
 if not fam[1] or not tok[1] then return 'unknown' end
@@ -62,10 +70,10 @@ redis.call('HSET', KEYS[1], 'revoked', '1')
 if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then return 'rotated-out' end
 return 'revoked'`,
   },
-  // KEYS: record. ARGV: owner, now, leaseExpiresAt, ttlMs
+  // KEYS: record. ARGV: owner, now, leaseExpiresAt, ttlMs, deadline
   reserveIdempotency: {
     numberOfKeys: 1,
-    lua: `
+    lua: `${STALE_GUARD}
 local r = redis.call('HMGET', KEYS[1], 'state', 'owner', 'leaseExp', 'exp', 'record')
 local now = tonumber(ARGV[2])
 if r[1] == 'completed' and tonumber(r[4]) > now then return {'completed', r[5]} end
@@ -138,15 +146,21 @@ export class RedisStore implements GatewayStore {
   readonly #redis: ScriptedRedis;
   readonly #prefix: string;
   readonly #ownsClient: boolean;
+  readonly #deadlineMs: number;
 
-  /** `prefix` namespaces one environment's keys (D8), e.g. `gw:sandbox:`. */
-  constructor(client: Redis, prefix: string, options: { ownsClient?: boolean } = {}) {
+  /**
+   * `prefix` namespaces one environment's keys (D8), e.g. `gw:sandbox:`. `deadlineMs` is how
+   * long after sending a guarded script may still act: the command timeout plus slack for the
+   * clock difference between gateway and Redis hosts.
+   */
+  constructor(client: Redis, prefix: string, options: { ownsClient?: boolean; deadlineMs?: number } = {}) {
     for (const [name, script] of Object.entries(SCRIPTS)) {
       if (!(name in client)) client.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
     }
     this.#redis = client as ScriptedRedis;
     this.#prefix = prefix;
     this.#ownsClient = options.ownsClient ?? true;
+    this.#deadlineMs = options.deadlineMs ?? 2000;
     this.sessions = this.#sessions();
     this.idempotency = this.#idempotency();
     this.lockouts = this.#lockouts();
@@ -154,6 +168,11 @@ export class RedisStore implements GatewayStore {
 
   get client(): Redis {
     return this.#redis;
+  }
+
+  /** Wall-clock time, not the injected clock: it is compared with Redis's TIME, not with records. */
+  #deadline(): string {
+    return String(Date.now() + this.#deadlineMs);
   }
 
   #familyKey(familyId: string): string {
@@ -179,9 +198,9 @@ export class RedisStore implements GatewayStore {
             .exec();
         }),
       rotate: ({ token, credentialId, newTokenHash, newExpiresAt, now, graceMs }) =>
-        guarded(
-          async () =>
-            (await redis.rotateRefresh(
+        guarded(async () =>
+          notStale<RotateOutcome>(
+            await redis.rotateRefresh(
               this.#familyKey(token.familyId),
               this.#tokenKey(token),
               this.#tokenKey({ familyId: token.familyId, tokenHash: newTokenHash }),
@@ -190,12 +209,15 @@ export class RedisStore implements GatewayStore {
               String(graceMs),
               String(newExpiresAt),
               String(ttlFor(newExpiresAt, now)),
-            )) as RotateOutcome,
+              this.#deadline(),
+            ),
+          ),
         ),
       revokeFamily: ({ token, credentialId, now, graceMs }) =>
-        guarded(
-          async () =>
-            (await redis.revokeFamily(this.#familyKey(token.familyId), this.#tokenKey(token), credentialId, String(now), String(graceMs))) as RevokeOutcome,
+        guarded(async () =>
+          notStale<RevokeOutcome>(
+            await redis.revokeFamily(this.#familyKey(token.familyId), this.#tokenKey(token), credentialId, String(now), String(graceMs), this.#deadline()),
+          ),
         ),
     };
   }
@@ -207,7 +229,7 @@ export class RedisStore implements GatewayStore {
       reserve: (name, { owner, now, leaseMs }) =>
         guarded(async () => {
           const leaseExpiresAt = now + leaseMs;
-          const answer = (await redis.reserveIdempotency(key(name), owner, String(now), String(leaseExpiresAt), String(leaseMs + 60_000))) as string[];
+          const answer = notStale<string[]>(await redis.reserveIdempotency(key(name), owner, String(now), String(leaseExpiresAt), String(leaseMs + 60_000), this.#deadline()));
           return parseReservation(answer);
         }),
       peek: (name, now) =>
@@ -269,6 +291,12 @@ export class RedisStore implements GatewayStore {
       this.#redis.disconnect();
     }
   }
+}
+
+/** A guarded script that arrived after its deadline did nothing: for the caller, the store failed. */
+function notStale<T>(answer: unknown): T {
+  if (answer === 'stale') throw new Error('script arrived after its deadline; nothing was changed');
+  return answer as T;
 }
 
 function parseReservation(answer: string[]): Reservation {
