@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LiveSettings } from '../config/live-settings.js';
-import { errors } from '../edge/errors.js';
+import { errors, type GatewayError } from '../edge/errors.js';
 import type { AuditSink } from '../observability/audit.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
-import type { TokenService } from './token-service.js';
+import type { AccessClaims, TokenService } from './token-service.js';
 
 /** D12: the scheme (any case), exactly one space, then a JWS compact token. */
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i;
@@ -15,12 +15,9 @@ const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i;
  */
 export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettings; audit: AuditSink; metrics: GatewayMetrics }) {
   const { tokens, live, audit, metrics } = deps;
-  return async function bearerGuard(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const header = request.headers.authorization;
-    const match = header === undefined ? null : BEARER.exec(header);
-    if (!match?.[1]) throw errors.authenticationFailed(header === undefined ? 'Authorization header is missing' : 'Authorization header must be "Bearer <token>"');
-    const claims = await tokens.verifyAccessToken(match[1]);
 
+  /** Everything after the signature check; returns the refusal, or sets the principal. */
+  function authorise(request: FastifyRequest, claims: AccessClaims): GatewayError | undefined {
     const credential = live.current.credentials.byId(claims.sub);
     const denied = (reason: string, credentialId?: string) => {
       metrics.accessDenied.inc({ reason });
@@ -28,21 +25,42 @@ export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettin
     };
     if (!credential) {
       denied('unknown_credential');
-      throw errors.authenticationFailed('Access token is invalid');
+      return errors.authenticationFailed('Access token is invalid');
     }
     if (!credential.active) {
       denied('inactive', credential.id);
-      throw errors.authenticationFailed('Credential is inactive');
+      return errors.authenticationFailed('Credential is inactive');
     }
     if (credential.addressRanges.source.length > 0 && !credential.addressRanges.contains(request.clientAddress)) {
       denied('address', credential.id);
-      throw errors.forbidden('Client address is not registered for this credential');
+      return errors.forbidden('Client address is not registered for this credential');
     }
     const permission = request.routeOptions.config.policy?.permission;
     if (permission && !credential.permissions.has(permission)) {
       denied('permission', credential.id);
-      throw errors.forbidden(`Permission ${permission} is required`);
+      return errors.forbidden(`Permission ${permission} is required`);
     }
     request.principal = { credential, claims };
+    return undefined;
+  }
+
+  // A callback hook rather than an async one: with the signature check cached (the usual
+  // case), a request passes without allocating a promise.
+  return function bearerGuard(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+    const header = request.headers.authorization;
+    const match = header === undefined ? null : BEARER.exec(header);
+    if (!match?.[1]) {
+      done(errors.authenticationFailed(header === undefined ? 'Authorization header is missing' : 'Authorization header must be "Bearer <token>"'));
+      return;
+    }
+    const cached = tokens.cachedClaims(match[1]);
+    if (cached) {
+      done(authorise(request, cached));
+      return;
+    }
+    tokens.verifyAccessToken(match[1]).then(
+      (claims) => done(authorise(request, claims)),
+      (error: Error) => done(error),
+    );
   };
 }

@@ -95,16 +95,24 @@ export class TokenService {
     return { token, expiresAt };
   }
 
+  /**
+   * The claims of a token whose signature verified before and that has not expired since;
+   * undefined otherwise (then verifyAccessToken decides). Synchronous: the common case of a
+   * client reusing its token costs no promise.
+   */
+  cachedClaims(token: string): AccessClaims | undefined {
+    const cached = this.#cache.get(token);
+    if (!cached) return undefined;
+    if (cached.exp * 1000 + this.#settings.clockToleranceSeconds * 1000 > this.#clock.now()) return cached;
+    this.#cache.delete(token);
+    return undefined;
+  }
+
   /** Resolves the claims of a valid access token; throws the 401 GatewayError otherwise. */
   async verifyAccessToken(token: string): Promise<AccessClaims> {
+    const cached = this.cachedClaims(token);
+    if (cached) return cached;
     const nowMs = this.#clock.now();
-    const toleranceMs = this.#settings.clockToleranceSeconds * 1000;
-    const cached = this.#cache.get(token);
-    if (cached) {
-      if (cached.exp * 1000 + toleranceMs > nowMs) return cached;
-      this.#cache.delete(token);
-      throw errors.authenticationFailed('Access token is expired');
-    }
     let claims: AccessClaims;
     try {
       const { payload } = await jwtVerify(token, (header: JWTHeaderParameters) => this.#keyFor(header), {

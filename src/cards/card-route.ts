@@ -34,14 +34,16 @@ export function registerCardRoute(
         body: CardRequestSchema,
         response: { 201: CardResponseSchema, ...errorResponses(400, 401, 403, 409, 413, 415, 502, 503, 504) },
       },
-      onRequest: async (request) => {
+      onRequest: (request, _reply, done) => {
         const reveal = (request.query as CardQuery).revealDetails === 'true';
         const credential = request.principal?.credential;
         if (reveal && credential && !credential.permissions.has('cards:reveal')) {
           metrics.accessDenied.inc({ reason: 'permission' });
           audit.record({ event: 'access.denied', correlationId: request.id, clientAddress: request.clientAddress, outcome: 'denied', credential: credential.id, reason: 'permission' });
-          throw errors.forbidden('Permission cards:reveal is required for revealDetails=true');
+          done(errors.forbidden('Permission cards:reveal is required for revealDetails=true'));
+          return;
         }
+        done();
       },
     },
     async (request, reply) => {
