@@ -1,9 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
-import { parse as parseYaml } from 'yaml';
 import { compileRanges, type AddressRanges } from '../edge/address-ranges.js';
 import { ConfigError, describeAjvErrors } from '../config/config-error.js';
+import { readYamlFile } from '../config/read-yaml-file.js';
 import { parsePasswordHash, type ParsedHash } from './password-hash.js';
 
 export const PERMISSIONS = ['cards:create', 'cards:reveal'] as const;
@@ -55,13 +54,7 @@ const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).
  * config defines; a credential naming another one is a mistake caught here, not at card time.
  */
 export async function loadCredentials(file: string, knownAccounts: ReadonlySet<string>): Promise<CredentialDirectory> {
-  let data: unknown;
-  try {
-    data = parseYaml(await readFile(file, 'utf8'));
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : `cannot be read or parsed (${(error as Error).message.split('\n')[0]})`;
-    throw new ConfigError([`${file}: (top level): ${reason}`]);
-  }
+  const data = await readYamlFile(file);
   if (!validate(data)) throw new ConfigError(describeAjvErrors(file, validate.errors ?? []));
 
   const problems: string[] = [];

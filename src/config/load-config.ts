@@ -2,10 +2,10 @@ import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv } from 'ajv';
-import { parse as parseYaml } from 'yaml';
 import { loadCredentials, type CredentialDirectory } from '../auth/credentials.js';
 import { compileRanges, type AddressRanges } from '../edge/address-ranges.js';
 import { ConfigError, describeAjvErrors } from './config-error.js';
+import { readYamlFile } from './read-yaml-file.js';
 import { ConfigFileSchema, type ConfigFile, type SecretRef } from './config-schema.js';
 
 export interface VerificationKey {
@@ -101,13 +101,7 @@ function checkKeyType(key: KeyObject, algorithm: 'EdDSA' | 'ES256'): void {
 export async function loadConfig(file: string, env: Environment = process.env): Promise<GatewayConfig> {
   const path = resolve(file);
   const baseDir = dirname(path);
-  let data: unknown;
-  try {
-    data = parseYaml(await readFile(path, 'utf8'));
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : `cannot be read or parsed (${(error as Error).message.split('\n')[0]})`;
-    throw new ConfigError([`${path}: (top level): ${reason}`]);
-  }
+  const data = await readYamlFile(path);
   if (!validateFile(data)) throw new ConfigError(describeAjvErrors(path, validateFile.errors ?? []));
   const raw = data;
   const problems = new Problems(path);

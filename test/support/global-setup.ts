@@ -1,8 +1,8 @@
 import './provided-context.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
+import { freePort } from './ports.js';
 
 /**
  * Finds a Redis for the suites that need one: REDIS_URL (default 127.0.0.1:6379), or else a
@@ -24,15 +24,6 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 async function startPrivateRedis(): Promise<string | undefined> {
   const port = await freePort();

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
@@ -86,14 +85,4 @@ export async function createTestRedisStore(label: string): Promise<TestRedisStor
   };
 }
 
-/** A loopback port where nothing listens (it was free a moment ago). */
-export function unusedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
+export { freePort as unusedPort } from './ports.js';

@@ -1,6 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { waitFor } from './real-clients.js';
 
@@ -29,17 +28,6 @@ export async function compileEntryPoint(): Promise<CompiledEntryPoint> {
   return { mainJs, remove: () => rmSync(outDir, { recursive: true, force: true }) };
 }
 
-/** A loopback port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 export interface SpawnedGateway {
   child: ChildProcess;
@@ -104,3 +92,5 @@ export function spawnGateway(mainJs: string, configFile: string): SpawnedGateway
     },
   };
 }
+
+export { freePort } from '../support/ports.js';
