@@ -29,9 +29,11 @@ COPY --chown=root:root config ./config
 RUN mkdir -p /var/log/card-gateway && chown node:node /var/log/card-gateway
 USER node
 EXPOSE 8443 9090
-# The admin listener (loopback inside the container) answers /healthz while the process serves.
+# The admin listener answers /healthz while the process serves. Set HEALTHCHECK_URL when the
+# config puts listeners.admin elsewhere than 127.0.0.1:9090.
+ENV HEALTHCHECK_URL=http://127.0.0.1:9090/healthz
 HEALTHCHECK --interval=15s --timeout=3s --start-period=15s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch(process.env.HEALTHCHECK_URL).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["node", "dist/src/main.js"]
 CMD ["--config", "/etc/card-gateway/gateway.yaml"]
