@@ -14,7 +14,9 @@ export interface LoadOptions {
   /** Fixed overall request rate (req/s); absent = as fast as the server answers. */
   overallRate?: number;
   token?: string;
-  username?: string;
+  /** auth-mix: logins rotate over `${usernamePrefix}0` .. `${usernamePrefix}${usernameCount - 1}`. */
+  usernamePrefix?: string;
+  usernameCount?: number;
   password?: string;
 }
 
@@ -49,6 +51,7 @@ const connectorBody = (requestId: string) =>
   });
 
 type Request = autocannon.Request;
+let login = Math.floor(Math.random() * (options.usernameCount ?? 1));
 type SessionContext = Record<string, string | undefined>;
 
 function requests(): Request[] {
@@ -79,8 +82,11 @@ function requests(): Request[] {
         {
           method: 'POST',
           path: '/api/v1/auth/login',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ username: options.username, password: options.password }),
+          setupRequest: (request) => {
+            // Start at a random offset so that consecutive runs in one minute use other names.
+            login = (login + 1) % (options.usernameCount ?? 1);
+            return { ...request, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: `${options.usernamePrefix ?? ''}${login}`, password: options.password }) };
+          },
           onResponse: (_status, body, untyped) => {
             const context = untyped as SessionContext;
             try {
