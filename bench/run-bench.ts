@@ -133,14 +133,16 @@ interface Measured {
   errors: number;
 }
 
-async function measure(server: Server, base: Omit<LoadOptions, 'connections' | 'durationSeconds'>, connections: number, overallRate?: number): Promise<Measured> {
-  await runLoad({ ...base, connections, durationSeconds: WARMUP, ...(overallRate && { overallRate }) });
-  const results: (LoadResult & { cpuUs: number })[] = [];
-  for (let run = 0; run < RUNS; run += 1) {
-    const before = await server.cpuMicros();
-    const result = await runLoad({ ...base, connections, durationSeconds: DURATION, ...(overallRate && { overallRate }) });
-    results.push({ ...result, cpuUs: ((await server.cpuMicros()) - before) / Math.max(1, result.requests) });
-  }
+type Load = Omit<LoadOptions, 'connections' | 'durationSeconds' | 'overallRate'>;
+type RunResult = LoadResult & { cpuUs: number };
+
+async function runOnce(server: Server, load: Load, connections: number, overallRate: number | undefined, seconds: number): Promise<RunResult> {
+  const before = await server.cpuMicros();
+  const result = await runLoad({ ...load, connections, durationSeconds: seconds, ...(overallRate && { overallRate }) });
+  return { ...result, cpuUs: ((await server.cpuMicros()) - before) / Math.max(1, result.requests) };
+}
+
+function summarise(results: RunResult[]): Measured {
   return {
     rps: Math.round(median(results.map((r) => r.rps))),
     p50Ms: median(results.map((r) => r.p50Ms)),
@@ -240,36 +242,60 @@ async function main(): Promise<void> {
 
     if (SOAK) return await soak(started, dir, ca);
 
-    const results: ScenarioResult[] = [];
-    const record = async (server: Server, name: string, description: string, load: Omit<LoadOptions, 'connections' | 'durationSeconds'>, shape = { connections: CONNECTIONS, rate: MODERATE_RATE }) => {
-      process.stderr.write(`bench: ${name}\n`);
-      const throughput = await measure(server, load, shape.connections);
-      const atRate = await measure(server, load, Math.min(16, shape.connections), shape.rate);
-      results.push({ name, description, ...throughput, ratioToBareProxy: 0, atModerateRate: { ...atRate, rate: shape.rate, p99AddedMsVsBareProxy: 0 } });
-    };
-
+    // Every server is up at once (all idle but the one under load), and the scenarios take
+    // turns run by run: a slow spell of a shared VM then hits every scenario alike instead of
+    // deciding the ratios.
     const direct = await started(0, ['connector']);
-    await record(direct, 'A-connector-direct', 'sandbox connector called directly (plain HTTP)', { url: `${direct.url}/v1/cards`, scenario: 'connector-create' });
-    await direct.stop();
-
     const bare = await started(0, ['bare-proxy', upstream.url, dir], profileFlags('bare-proxy'));
-    await record(bare, 'B-bare-proxy', 'Fastify + @fastify/http-proxy over TLS, no auth or validation', { url: `${bare.url}/api/v1/issuing/cards`, scenario: 'connector-create' });
-    await bare.stop();
-
-    for (const kind of ['memory', 'redis'] as const) {
-      const gateway = await started(0, ['gateway', kind, dir, String(LOG_REQUESTS)], profileFlags(`gateway-${kind}`));
-      const tokens = await httpsJson(gateway.url, '/api/v1/auth/login', { username: 'bench', password: PASSWORD }, ca);
-      const token = String(tokens['accessToken']);
-      await record(gateway, `C-gateway-create-${kind}`, `full gateway, card creation with a fresh requestId, ${kind} store`, { url: `${gateway.url}/api/v1/issuing/cards`, scenario: 'gateway-create', token });
-      if (kind === 'redis') {
-        await record(gateway, 'D-gateway-replay-redis', 'idempotent replays of one requestId, Redis store', { url: `${gateway.url}/api/v1/issuing/cards`, scenario: 'gateway-replay', token });
-        // Every login costs a scrypt hash (~30 ms of CPU): 4 connections and 20 req/s keep the
-        // latency figures about service time rather than queueing. Usernames rotate over
-        // AUTH_USERS credentials, so every one stays within the default 5/min limits.
-        await record(gateway, 'E-auth-mix-redis', `login then refresh, rotating over ${AUTH_USERS} credentials within their 5/min limits (scrypt on every login), Redis store`, { url: gateway.url, scenario: 'auth-mix', usernamePrefix: 'auth-', usernameCount: AUTH_USERS, password: PASSWORD }, { connections: 4, rate: 20 });
-      }
-      await gateway.stop();
+    const gateways = {
+      memory: await started(0, ['gateway', 'memory', dir, String(LOG_REQUESTS)], profileFlags('gateway-memory')),
+      redis: await started(0, ['gateway', 'redis', dir, String(LOG_REQUESTS)], profileFlags('gateway-redis')),
+    };
+    const token = async (server: Server) => String((await httpsJson(server.url, '/api/v1/auth/login', { username: 'bench', password: PASSWORD }, ca))['accessToken']);
+    const tokens = { memory: await token(gateways.memory), redis: await token(gateways.redis) };
+    const standard = { connections: CONNECTIONS, rate: MODERATE_RATE };
+    const scenarios: { name: string; description: string; server: Server; load: Load; shape: { connections: number; rate: number } }[] = [
+      { name: 'A-connector-direct', description: 'sandbox connector called directly (plain HTTP)', server: direct, load: { url: `${direct.url}/v1/cards`, scenario: 'connector-create' }, shape: standard },
+      { name: 'B-bare-proxy', description: 'Fastify + @fastify/http-proxy over TLS, no auth or validation', server: bare, load: { url: `${bare.url}/api/v1/issuing/cards`, scenario: 'connector-create' }, shape: standard },
+      ...(['memory', 'redis'] as const).map((kind) => ({
+        name: `C-gateway-create-${kind}`,
+        description: `full gateway, card creation with a fresh requestId, ${kind} store`,
+        server: gateways[kind],
+        load: { url: `${gateways[kind].url}/api/v1/issuing/cards`, scenario: 'gateway-create' as const, token: tokens[kind] },
+        shape: standard,
+      })),
+      { name: 'D-gateway-replay-redis', description: 'idempotent replays of one requestId, Redis store', server: gateways.redis, load: { url: `${gateways.redis.url}/api/v1/issuing/cards`, scenario: 'gateway-replay', token: tokens.redis }, shape: standard },
+      // Every login costs a scrypt hash (~30 ms of CPU): 4 connections and 20 req/s keep the
+      // latency figures about service time rather than queueing. Usernames rotate over
+      // AUTH_USERS credentials, so every one stays within the default 5/min limits.
+      {
+        name: 'E-auth-mix-redis',
+        description: `login then refresh, rotating over ${AUTH_USERS} credentials within their 5/min limits (scrypt on every login), Redis store`,
+        server: gateways.redis,
+        load: { url: gateways.redis.url, scenario: 'auth-mix', usernamePrefix: 'auth-', usernameCount: AUTH_USERS, password: PASSWORD },
+        shape: { connections: 4, rate: 20 },
+      },
+    ];
+    const throughput = new Map<string, RunResult[]>(scenarios.map((s) => [s.name, []]));
+    const atRate = new Map<string, RunResult[]>(scenarios.map((s) => [s.name, []]));
+    for (const scenario of scenarios) {
+      process.stderr.write(`bench: warm-up ${scenario.name}\n`);
+      await runLoad({ ...scenario.load, connections: scenario.shape.connections, durationSeconds: WARMUP });
     }
+    for (let run = 1; run <= RUNS; run += 1) {
+      for (const scenario of scenarios) {
+        process.stderr.write(`bench: run ${run}/${RUNS} ${scenario.name}\n`);
+        throughput.get(scenario.name)!.push(await runOnce(scenario.server, scenario.load, scenario.shape.connections, undefined, DURATION));
+        atRate.get(scenario.name)!.push(await runOnce(scenario.server, scenario.load, Math.min(16, scenario.shape.connections), scenario.shape.rate, DURATION));
+      }
+    }
+    const results: ScenarioResult[] = scenarios.map((scenario) => ({
+      name: scenario.name,
+      description: scenario.description,
+      ...summarise(throughput.get(scenario.name)!),
+      ratioToBareProxy: 0,
+      atModerateRate: { ...summarise(atRate.get(scenario.name)!), rate: scenario.shape.rate, p99AddedMsVsBareProxy: 0 },
+    }));
 
     const baseline = results.find((r) => r.name === 'B-bare-proxy')!;
     for (const result of results) {
