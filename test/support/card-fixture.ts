@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import type { CardResponse } from '../../src/cards/card-schemas.js';
 import type { ManualClock } from '../../src/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector, type SandboxMode, type SandboxStats } from '../../src/connector/sandbox/sandbox-connector.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
@@ -16,18 +17,7 @@ import { createTestGateway, login, type RawConfig, type TestGateway } from './ga
 export const CARDS = '/api/v1/issuing/cards';
 
 /** The card record of spec 2.2 as the gateway answers it. */
-export interface CardAnswer {
-  cardId: string;
-  pan: string;
-  cvc: string;
-  expMonth: number;
-  expYear: number;
-  status: string;
-  requestedCardLimit: number;
-  cardLimit: number;
-  currency: string;
-  createdAt: string;
-}
+export type CardAnswer = CardResponse;
 
 export interface ErrorAnswer {
   correlationId: string;

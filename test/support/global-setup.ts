@@ -1,8 +1,8 @@
 import './provided-context.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
 import { freePort } from './ports.js';
+import { answersPing } from './redis-ping.js';
 
 /**
  * Finds a Redis for the suites that need one: REDIS_URL (default 127.0.0.1:6379), or else a
@@ -11,18 +11,6 @@ import { freePort } from './ports.js';
  */
 let privateServer: ChildProcess | undefined;
 
-async function answers(url: string): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
 
 
 async function startPrivateRedis(): Promise<string | undefined> {
@@ -36,7 +24,7 @@ async function startPrivateRedis(): Promise<string | undefined> {
   privateServer = child;
   const url = `redis://127.0.0.1:${port}`;
   for (let attempt = 0; attempt < 50; attempt += 1) {
-    if (await answers(url)) return url;
+    if (await answersPing(url)) return url;
     await new Promise((r) => setTimeout(r, 100));
   }
   return undefined;
@@ -44,7 +32,7 @@ async function startPrivateRedis(): Promise<string | undefined> {
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const wanted = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
-  let url: string | undefined = (await answers(wanted)) ? wanted : await startPrivateRedis();
+  let url: string | undefined = (await answersPing(wanted)) ? wanted : await startPrivateRedis();
   if (!url) {
     const message = `No Redis answers at ${wanted} and no redis-server could be started: the Redis suites cannot run.`;
     if (process.env['CI'] === 'true') throw new Error(message);

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { Redis } from 'ioredis';
+import { answersPing } from './redis-ping.js';
 import { unusedPort } from './redis.js';
 
 /**
@@ -23,18 +23,6 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
-async function answersPing(url: string): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, connectTimeout: 300, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
 
 async function launch(port: number): Promise<ChildProcess> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
@@ -44,7 +32,7 @@ async function launch(port: number): Promise<ChildProcess> {
   });
   const url = `redis://127.0.0.1:${port}`;
   const deadline = performance.now() + 5_000;
-  while (!(await answersPing(url))) {
+  while (!(await answersPing(url, 300))) {
     if (child.exitCode !== null || performance.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`redis-server on port ${port} did not answer within 5 s`);
