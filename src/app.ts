@@ -122,7 +122,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     registerLogoutRoute(scope, auth);
     await registerConnectorForwarding(scope, config.connector);
     const issuance = new CardIssuance({ store, clock, metrics, connector: config.connector, cards: config.cards });
-    registerCardRoute(scope, { config, live, issuance, audit, metrics, clock });
+    registerCardRoute(scope, { config, live, issuance, audit, metrics });
     deps.extend?.protected?.(scope);
   });
 

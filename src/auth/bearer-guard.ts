@@ -3,6 +3,7 @@ import type { LiveSettings } from '../config/live-settings.js';
 import { errors, type GatewayError } from '../edge/errors.js';
 import type { AuditSink } from '../observability/audit.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
+import { admitsAddress } from './credentials.js';
 import type { AccessClaims, TokenService } from './token-service.js';
 
 /** D12: the scheme (any case), exactly one space, then a JWS compact token. */
@@ -31,7 +32,7 @@ export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettin
       denied('inactive', credential.id);
       return errors.authenticationFailed('Credential is inactive');
     }
-    if (credential.addressRanges.source.length > 0 && !credential.addressRanges.contains(request.clientAddress)) {
+    if (!admitsAddress(credential, request.clientAddress)) {
       denied('address', credential.id);
       return errors.forbidden('Client address is not registered for this credential');
     }

@@ -41,6 +41,11 @@ export interface Credential {
   readonly active: boolean;
 }
 
+/** D10: a credential with registered ranges is used only from inside them. */
+export function admitsAddress(credential: Credential, address: string): boolean {
+  return credential.addressRanges.source.length === 0 || credential.addressRanges.contains(address);
+}
+
 export interface CredentialDirectory {
   byId(id: string): Credential | undefined;
   byUsername(username: string): Credential | undefined;

@@ -5,6 +5,7 @@ import { errors } from '../edge/errors.js';
 import { errorResponses } from '../edge/schemas.js';
 import type { AuthContext } from './auth-context.js';
 import { subjectKey } from './auth-rate-limits.js';
+import { admitsAddress } from './credentials.js';
 import { verifyPassword } from './password-hash.js';
 import { newRefreshToken } from './refresh-token.js';
 
@@ -72,7 +73,7 @@ export function registerLoginRoute(app: FastifyInstance, ctx: AuthContext): void
         if (lockedNow > 0) audit.record({ ...base, event: 'login.locked_out', outcome: 'denied', credential: credential?.id, reason: 'lockout_started' });
         throw errors.authenticationFailed();
       }
-      if (credential.addressRanges.source.length > 0 && !credential.addressRanges.contains(request.clientAddress)) {
+      if (!admitsAddress(credential, request.clientAddress)) {
         metrics.logins.inc({ outcome: 'denied' });
         metrics.accessDenied.inc({ reason: 'address' });
         audit.record({ ...base, event: 'access.denied', outcome: 'denied', credential: credential.id, reason: 'address' });

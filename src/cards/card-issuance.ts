@@ -7,7 +7,7 @@ import { parseConnectorCard } from '../connector/connector-answer.js';
 import { ConnectorError, forwardToConnector, type ConnectorCardRequest } from '../connector/connector-client.js';
 import { errors } from '../edge/errors.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
-import type { GatewayStore, Reservation, StoredCard } from '../store/store-types.js';
+import type { GatewayStore, StoredCard } from '../store/store-types.js';
 import { sealCardSecrets, type CardSecrets } from './card-sealing.js';
 import type { CardRequest } from './card-schemas.js';
 import { maskCvc, maskPan } from './mask-card.js';
@@ -54,16 +54,7 @@ export class CardIssuance {
     let pause = 10;
 
     for (;;) {
-      let reservation: Reservation;
-      try {
-        reservation = await store.idempotency.reserve(recordKey, { owner, now: clock.now(), leaseMs });
-      } catch (error) {
-        // A reserve that timed out on a frozen or paused Redis still runs once it answers again,
-        // leaving a claim that would hold this requestId's retry in 409 until the lease ran out.
-        // The release follows it on the same connection, so it runs right after and undoes it.
-        void store.idempotency.release(recordKey, owner).catch(() => undefined);
-        throw error;
-      }
+      const reservation = await store.idempotency.reserve(recordKey, { owner, now: clock.now(), leaseMs });
       if (reservation.state === 'completed') {
         return { record: reservation.record, fresh: undefined, replayed: true, payloadMismatch: reservation.record.fingerprint !== fingerprint, recordKey };
       }

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import type { Clock } from '../clock.js';
 import type { LiveSettings } from '../config/live-settings.js';
 import type { GatewayConfig } from '../config/load-config.js';
 import { errors } from '../edge/errors.js';
@@ -18,7 +17,7 @@ import { checkCardRequest } from './validate-card-request.js';
  */
 export function registerCardRoute(
   scope: FastifyInstance,
-  deps: { config: GatewayConfig; live: LiveSettings; issuance: CardIssuance; audit: AuditSink; metrics: GatewayMetrics; clock: Clock },
+  deps: { config: GatewayConfig; live: LiveSettings; issuance: CardIssuance; audit: AuditSink; metrics: GatewayMetrics },
 ): void {
   const { live, issuance, audit, metrics, config } = deps;
   scope.post<{ Body: CardRequest; Querystring: CardQuery }>(

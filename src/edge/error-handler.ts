@@ -67,11 +67,8 @@ export function toGatewayError(error: unknown): GatewayError {
     default:
       break;
   }
-  if (fastifyError.statusCode === 400) {
-    // secure-json-parse (prototype keys) and JSON.parse failures arrive without a code.
-    if (error instanceof SyntaxError || /prototype|JSON|Unexpected/i.test(fastifyError.message ?? '')) return errors.malformedJson();
-    return errors.badRequest('Bad request');
-  }
+  // Every JSON failure, prototype keys included, arrives as FST_ERR_CTP_INVALID_JSON_BODY above.
+  if (fastifyError.statusCode === 400) return errors.badRequest('Bad request');
   if (fastifyError.statusCode === 404) return errors.notFound();
   if (fastifyError.statusCode === 413) return errors.bodyTooLarge();
   if (fastifyError.statusCode === 415) return errors.unsupportedMediaType();

@@ -91,7 +91,6 @@ export interface LimiterOptions {
 
 /** The shared state of all replicas: one per process, built by createStore(). */
 export interface GatewayStore {
-  readonly kind: 'memory' | 'redis';
   readonly sessions: SessionStore;
   readonly idempotency: IdempotencyStore;
   readonly lockouts: LockoutStore;

@@ -155,7 +155,6 @@ class MemoryLockouts implements LockoutStore {
 }
 
 export class MemoryStore implements GatewayStore {
-  readonly kind = 'memory' as const;
   readonly sessions = new MemorySessions();
   readonly idempotency = new MemoryIdempotency();
   readonly lockouts = new MemoryLockouts();

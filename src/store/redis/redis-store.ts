@@ -139,7 +139,6 @@ async function guarded<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export class RedisStore implements GatewayStore {
-  readonly kind = 'redis' as const;
   readonly sessions: SessionStore;
   readonly idempotency: IdempotencyStore;
   readonly lockouts: LockoutStore;
@@ -226,12 +225,18 @@ export class RedisStore implements GatewayStore {
     const redis = this.#redis;
     const key = (name: string) => `${this.#prefix}idem:{${name}}`;
     return {
-      reserve: (name, { owner, now, leaseMs }) =>
-        guarded(async () => {
-          const leaseExpiresAt = now + leaseMs;
-          const answer = notStale<string[]>(await redis.reserveIdempotency(key(name), owner, String(now), String(leaseExpiresAt), String(leaseMs + 60_000), this.#deadline()));
+      reserve: async (name, { owner, now, leaseMs }) => {
+        try {
+          const answer = notStale<string[]>(await redis.reserveIdempotency(key(name), owner, String(now), String(now + leaseMs), String(leaseMs + 60_000), this.#deadline()));
           return parseReservation(answer);
-        }),
+        } catch (error) {
+          // A claim that timed out may still run when a paused Redis resumes (inside the
+          // deadline's slack). A release sent right behind it on the same connection runs after
+          // it and undoes it, so the client's retry is not held in 409 until the lease ends.
+          redis.releaseIdempotency(key(name), owner).catch(() => undefined);
+          throw new StoreUnavailableError(error);
+        }
+      },
       peek: (name, now) =>
         guarded(async () => {
           const [state, leaseExp, exp, record] = await redis.hmget(key(name), 'state', 'leaseExp', 'exp', 'record');
