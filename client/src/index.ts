@@ -1,0 +1,19 @@
+export { CardGatewayClient, type CallOptions, type CardGatewayClientOptions, type CreateCardOptions, type Operation, type RetryEvent } from './client.js';
+export {
+  AbortedError,
+  ApiError,
+  CardGatewayError,
+  CertificateError,
+  GATEWAY_ERROR_CODES,
+  NetworkError,
+  RETRYABLE_STATUSES,
+  SessionEndedError,
+  type CardGatewayErrorInit,
+  type ClientErrorCode,
+  type ErrorCode,
+  type GatewayErrorCode,
+  type SessionEndReason,
+} from './errors.js';
+export type { BackoffOptions, Sleep } from './retry.js';
+export type { CaOption, FetchLike, HttpRequestInit, HttpResponseLike } from './transport.js';
+export type { Card, CardConfig, CardRequest, CardStatus, CreateCardInput, CreatedCard, SessionTokens } from './types.js';

@@ -1,0 +1,72 @@
+/** The gateway's request and response shapes (README "Card creation", the OpenAPI description). */
+
+/** What login and refresh answer; refresh keeps the login's ID token. Times are Unix seconds. */
+export interface SessionTokens {
+  accessToken: string;
+  accessTokenExpiresAt: number;
+  refreshToken: string;
+  refreshTokenExpiresAt: number;
+  /** From login only; not needed for API calls. */
+  idToken?: string | undefined;
+  idTokenExpiresAt?: number | undefined;
+}
+
+export interface CardConfig {
+  /** Months, 1 to 60. */
+  expiryDuration?: number;
+  /** ISO 8601 UTC timestamps; startDate before endDate. */
+  authorizationWindow?: { startDate: string; endDate: string };
+  /** The effective limit is cardLimit + floor(cardLimit * percentage / 100). */
+  tolerance?: { percentage: number };
+  cardType?: string;
+  maxTransactions?: number;
+  allowedCategories?: string[];
+}
+
+/** The body of POST /api/v1/issuing/cards. */
+export interface CardRequest {
+  /** UUID-shaped idempotency key, per issuing account, for 24 h. */
+  requestId: string;
+  /** Minor units, a positive integer. */
+  cardLimit: number;
+  /** ISO 4217, enabled for the credential's issuing account. */
+  currency: string;
+  config?: CardConfig;
+  /** Free strings: at most 50 members, keys up to 40 characters, values up to 500. */
+  metadata?: Record<string, string>;
+}
+
+/** createCard's input: the requestId is generated when left out. */
+export type CreateCardInput = Omit<CardRequest, 'requestId'> & { requestId?: string | undefined };
+
+export type CardStatus = 'active' | 'canceled' | 'inactive';
+
+/** The card record. `pan` and `cvc` are masked unless revealed. */
+export interface Card {
+  cardId: string;
+  pan: string;
+  cvc: string;
+  expMonth: number;
+  expYear: number;
+  status: CardStatus;
+  requestedCardLimit: number;
+  cardLimit: number;
+  currency: string;
+  createdAt: string;
+}
+
+export interface CreatedCard {
+  card: Card;
+  /** The requestId used (generated or given): keep it to replay or reveal this card later. */
+  requestId: string;
+  /**
+   * `Idempotent-Replayed: true`: the gateway answered an earlier creation with this requestId.
+   * Also true when an earlier attempt of this same call created the card and its answer was lost.
+   */
+  replayed: boolean;
+  /** `Idempotency-Payload-Mismatch: true`: the card is the original, created from another payload. */
+  payloadMismatch: boolean;
+  correlationId: string | undefined;
+  /** Requests sent, 1 when the first attempt succeeded. */
+  attempts: number;
+}
