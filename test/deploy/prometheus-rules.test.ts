@@ -1,0 +1,145 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, cpSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { arr, catalogueName, markdownAnchors, metricNames, obj, promtool, readYaml, repoPath, str, type Json } from './support.js';
+
+/**
+ * deploy/prometheus: the alert rules pass `promtool check rules`, their unit tests pass
+ * `promtool test rules`, every alert has a case that fires and one that stays silent, and the
+ * scrape configs pass `promtool check config`. promtool comes from Debian's `prometheus`
+ * package (.ci/run installs it); without it these tests fail rather than skip.
+ */
+const PROMETHEUS_DIR = repoPath('deploy', 'prometheus');
+const RULES_FILE = join('rules', 'card-gateway.rules.yml');
+const TESTS_FILE = join('tests', 'card-gateway.rules.test.yml');
+
+interface Alert {
+  name: string;
+  expr: string;
+  labels: Record<string, Json>;
+  annotations: Record<string, Json>;
+}
+
+function alerts(): Alert[] {
+  const groups = arr(obj(readYaml('deploy', 'prometheus', RULES_FILE), 'rules file')['groups'], 'groups');
+  return groups.flatMap((group, g) =>
+    arr(obj(group, `groups[${g}]`)['rules'], `groups[${g}].rules`).map((rule, r) => {
+      const at = `groups[${g}].rules[${r}]`;
+      const fields = obj(rule, at);
+      return {
+        name: str(fields['alert'], `${at}.alert`),
+        expr: str(fields['expr'], `${at}.expr`),
+        labels: obj(fields['labels'], `${at}.labels`),
+        annotations: obj(fields['annotations'], `${at}.annotations`),
+      };
+    }),
+  );
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'deploy-prometheus-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('alert rules', () => {
+  it('pass promtool check rules', () => {
+    const result = promtool(['check', 'rules', RULES_FILE], PROMETHEUS_DIR);
+    expect(result.output).toContain('SUCCESS');
+    expect(result.status, result.output).toBe(0);
+  });
+
+  it('pass their unit tests (promtool test rules)', () => {
+    const result = promtool(['test', 'rules', TESTS_FILE], PROMETHEUS_DIR);
+    expect(result.output).toContain('SUCCESS');
+    expect(result.status, result.output).toBe(0);
+  });
+
+  it('cover the alerts the operators asked for', () => {
+    const expressions = alerts().map((alert) => alert.expr).join('\n');
+    for (const wanted of [
+      'gateway_store_up == 0',
+      'gateway_connector_errors_total',
+      'status_code=~"5.."',
+      'limiter="login_lockout"',
+      'gateway_refresh_reuse_detected_total',
+      'gateway_audit_writable == 0',
+      'gateway_connector_pool_saturated',
+      'gateway_tls_certificate_expiry_timestamp_seconds',
+      'gateway_log_lines_dropped_total',
+      'reason="outsider_cap"',
+    ]) {
+      expect(expressions, wanted).toContain(wanted);
+    }
+  });
+
+  it('have, for every alert, a unit test where it fires and one where it stays silent', () => {
+    const tests = arr(obj(readYaml('deploy', 'prometheus', TESTS_FILE), 'tests file')['tests'], 'tests');
+    const firing = new Set<string>();
+    const silent = new Set<string>();
+    tests.forEach((test, t) => {
+      const cases = obj(test, `tests[${t}]`)['alert_rule_test'];
+      if (cases === undefined) return;
+      arr(cases, `tests[${t}].alert_rule_test`).forEach((entry, c) => {
+        const at = `tests[${t}].alert_rule_test[${c}]`;
+        const fields = obj(entry, at);
+        const name = str(fields['alertname'], `${at}.alertname`);
+        const expected = arr(fields['exp_alerts'] ?? [], `${at}.exp_alerts`);
+        (expected.length > 0 ? firing : silent).add(name);
+      });
+    });
+    const names = alerts().map((alert) => alert.name);
+    expect(names.length).toBeGreaterThanOrEqual(10);
+    expect(names.filter((name) => !firing.has(name)), 'alerts without a firing case').toEqual([]);
+    expect(names.filter((name) => !silent.has(name)), 'alerts without a silent case').toEqual([]);
+  });
+
+  it('use only metrics of the gateway catalogue', () => {
+    for (const alert of alerts()) {
+      for (const name of metricNames(alert.expr)) expect(catalogueName(name), `${alert.name}: ${name}`).toBeDefined();
+    }
+  });
+
+  it('carry a severity and a runbook that exists in the repository', () => {
+    for (const alert of alerts()) {
+      expect(['warning', 'critical'], alert.name).toContain(alert.labels['severity']);
+      expect(typeof alert.annotations['summary'], alert.name).toBe('string');
+      const runbook = str(alert.annotations['runbook'], `${alert.name}.annotations.runbook`);
+      const [file = '', anchor] = runbook.split('#');
+      expect(existsSync(repoPath(file)), `${alert.name}: ${file}`).toBe(true);
+      if (anchor !== undefined) expect([...markdownAnchors(readFileSync(repoPath(file), 'utf8'))], `${alert.name}: ${runbook}`).toContain(anchor);
+    }
+  });
+});
+
+describe('scrape configs', () => {
+  it('the compose one passes promtool check config (rules included)', () => {
+    const result = promtool(['check', 'config', 'prometheus.yml'], PROMETHEUS_DIR);
+    expect(result.status, result.output).toBe(0);
+    expect(result.output).toContain('SUCCESS: 1 rule files found');
+  });
+
+  it('the Kubernetes one passes promtool check config apart from its service discovery', () => {
+    // Debian builds Prometheus without Kubernetes service discovery, so its promtool does not
+    // know kubernetes_sd_configs. Everything else (relabelling regexes, paths, rules) is checked
+    // by swapping the discovery block for a static target.
+    const config = obj(readYaml('deploy', 'prometheus', 'prometheus-kubernetes.yml'), 'prometheus-kubernetes.yml');
+    const jobs = arr(config['scrape_configs'], 'scrape_configs').map((job, index) => {
+      const fields = { ...obj(job, `scrape_configs[${index}]`) };
+      expect(fields['kubernetes_sd_configs'], `scrape_configs[${index}]`).toBeDefined();
+      delete fields['kubernetes_sd_configs'];
+      return { ...fields, static_configs: [{ targets: ['pod.invalid:9090'] }] };
+    });
+    cpSync(join(PROMETHEUS_DIR, 'rules'), join(scratch, 'rules'), { recursive: true });
+    writeFileSync(join(scratch, 'prometheus-kubernetes.yml'), stringify({ ...config, scrape_configs: jobs }));
+    const result = promtool(['check', 'config', 'prometheus-kubernetes.yml'], scratch);
+    expect(result.status, result.output).toBe(0);
+  });
+
+  it('both scrape the job the alert rules select', () => {
+    for (const file of ['prometheus.yml', 'prometheus-kubernetes.yml']) {
+      const jobs = arr(obj(readYaml('deploy', 'prometheus', file), file)['scrape_configs'], `${file}: scrape_configs`);
+      expect(jobs.map((job, index) => obj(job, `${file}: scrape_configs[${index}]`)['job_name']), file).toContain('card-gateway');
+    }
+    expect(readFileSync(join(PROMETHEUS_DIR, RULES_FILE), 'utf8')).toContain('up{job="card-gateway"}');
+  });
+});
