@@ -1,10 +1,14 @@
 /**
  * The load generator, in its own process (pinned apart from the server under test):
  *   node dist/bench/load.js '<json options>'
- * Runs autocannon once and prints one JSON line with the figures the orchestrator keeps.
+ * Drives one scenario over an undici pool for `durationSeconds` and prints one JSON line with
+ * the request rate and latency percentiles in microseconds. Without `overallRate` each
+ * connection sends its next request when the last one answered (throughput); with it, requests
+ * are sent on a fixed schedule and latency is measured from the scheduled instant, so a stall
+ * of the server shows as latency rather than as fewer requests (no coordinated omission).
  */
 import { randomUUID } from 'node:crypto';
-import autocannon from 'autocannon';
+import { Pool } from 'undici';
 
 export interface LoadOptions {
   url: string;
@@ -14,13 +18,26 @@ export interface LoadOptions {
   /** Fixed overall request rate (req/s); absent = as fast as the server answers. */
   overallRate?: number;
   token?: string;
+  /** PEM of the CA the gateway's certificate comes from. */
+  ca?: string;
   /** auth-mix: logins rotate over `${usernamePrefix}0` .. `${usernamePrefix}${usernameCount - 1}`. */
   usernamePrefix?: string;
   usernameCount?: number;
   password?: string;
 }
 
+export interface LoadResult {
+  rps: number;
+  requests: number;
+  p50Us: number;
+  p99Us: number;
+  p999Us: number;
+  non2xx: number;
+  errors: number;
+}
+
 const options = JSON.parse(process.argv[2] ?? '{}') as LoadOptions;
+const target = new URL(options.url);
 
 // About the size of the perf-notes payload (≈430 bytes) with realistic spending controls.
 const publicBody = (requestId: string) =>
@@ -50,87 +67,115 @@ const connectorBody = (requestId: string) =>
     metadata: { card_name: 'Trip to Lisbon', file_ref: 'PNR-7XK2Q9', cost_center: 'CC-4410', airline_code: 'TP' },
   });
 
-type Request = autocannon.Request;
-let login = Math.floor(Math.random() * (options.usernameCount ?? 1));
-type SessionContext = Record<string, string | undefined>;
+const pool = new Pool(target.origin, { connections: options.connections, pipelining: 1, connect: { ...(options.ca && { ca: options.ca }) } });
+const path = target.pathname;
+const latencies: number[] = [];
+let non2xx = 0;
+let errors = 0;
 
-function requests(): Request[] {
+async function send(method: 'POST', requestPath: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+  const response = await pool.request({ method, path: requestPath, headers, body });
+  const text = await response.body.text();
+  return { status: response.statusCode, text };
+}
+
+/** One unit of the scenario: a request (or, for the auth mix, a login and its refresh). */
+let login = Math.floor(Math.random() * (options.usernameCount ?? 1));
+async function unit(): Promise<number> {
   switch (options.scenario) {
-    case 'connector-create':
-      return [
-        {
-          method: 'POST',
-          setupRequest: (request) => {
-            const requestId = randomUUID();
-            return { ...request, headers: { 'content-type': 'application/json', 'idempotency-key': `acct-bench-eu:${requestId}`, 'x-correlation-id': requestId }, body: connectorBody(requestId) };
-          },
-        },
-      ];
-    case 'gateway-create':
-      return [
-        {
-          method: 'POST',
-          setupRequest: (request) => ({ ...request, headers: { 'content-type': 'application/json', authorization: `Bearer ${options.token}` }, body: publicBody(randomUUID()) }),
-        },
-      ];
-    case 'gateway-replay': {
-      const body = publicBody('00000000-0000-4000-8000-00000000beef');
-      return [{ method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${options.token}` }, body }];
+    case 'connector-create': {
+      const requestId = randomUUID();
+      return (
+        await send(
+          'POST',
+          path,
+          { 'content-type': 'application/json', 'idempotency-key': `acct-bench-eu:${requestId}`, 'x-correlation-id': requestId },
+          connectorBody(requestId),
+        )
+      ).status;
     }
-    case 'auth-mix':
-      return [
-        {
-          method: 'POST',
-          path: '/api/v1/auth/login',
-          setupRequest: (request) => {
-            // Start at a random offset so that consecutive runs in one minute use other names.
-            login = (login + 1) % (options.usernameCount ?? 1);
-            return { ...request, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: `${options.usernamePrefix ?? ''}${login}`, password: options.password }) };
-          },
-          onResponse: (_status, body, untyped) => {
-            const context = untyped as SessionContext;
-            try {
-              const tokens = JSON.parse(body) as { accessToken: string; refreshToken: string };
-              context['accessToken'] = tokens.accessToken;
-              context['refreshToken'] = tokens.refreshToken;
-            } catch {
-              context['accessToken'] = undefined;
-            }
-          },
-        },
-        {
-          method: 'POST',
-          path: '/api/v1/auth/refresh',
-          setupRequest: (request, untyped) => {
-            const context = untyped as SessionContext;
-            return {
-            ...request,
-            headers: { 'content-type': 'application/json', authorization: `Bearer ${String(context['accessToken'])}` },
-            body: JSON.stringify({ refreshToken: context['refreshToken'] }),
-            };
-          },
-        },
-      ];
+    case 'gateway-create':
+      return (await send('POST', path, { 'content-type': 'application/json', authorization: `Bearer ${options.token}` }, publicBody(randomUUID()))).status;
+    case 'gateway-replay':
+      return (
+        await send(
+          'POST',
+          path,
+          { 'content-type': 'application/json', authorization: `Bearer ${options.token}` },
+          publicBody('00000000-0000-4000-8000-00000000beef'),
+        )
+      ).status;
+    case 'auth-mix': {
+      // Start at a random offset so that consecutive runs in one minute use other names.
+      login = (login + 1) % (options.usernameCount ?? 1);
+      // Many clients behind the trusted load balancer (127.0.0.1): each login comes from its
+      // own address, as D27's per-address login limit (30/min) expects of real traffic.
+      const from = `10.${(login >> 8) & 255}.${login & 255}.1`;
+      const loginAnswer = await send(
+        'POST',
+        '/api/v1/auth/login',
+        { 'content-type': 'application/json', 'x-forwarded-for': from },
+        JSON.stringify({ username: `${options.usernamePrefix ?? ''}${login}`, password: options.password }),
+      );
+      if (loginAnswer.status !== 200) return loginAnswer.status;
+      const tokens = JSON.parse(loginAnswer.text) as { accessToken: string; refreshToken: string };
+      return (
+        await send(
+          'POST',
+          '/api/v1/auth/refresh',
+          { 'content-type': 'application/json', authorization: `Bearer ${tokens.accessToken}` },
+          JSON.stringify({ refreshToken: tokens.refreshToken }),
+        )
+      ).status;
+    }
   }
 }
 
-const result = await autocannon({
-  url: options.url,
-  connections: options.connections,
-  duration: options.durationSeconds,
-  ...(options.overallRate && { overallRate: options.overallRate }),
-  requests: requests(),
-});
+async function timed(startedAt: number): Promise<void> {
+  try {
+    const status = await unit();
+    if (status < 200 || status >= 300) non2xx += 1;
+  } catch {
+    errors += 1;
+  }
+  latencies.push((performance.now() - startedAt) * 1000);
+}
 
-process.stdout.write(
-  `${JSON.stringify({
-    rps: result.requests.average,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    p999Ms: result.latency.p99_9,
-    requests: result.requests.total,
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
-  })}\n`,
-);
+const started = performance.now();
+const until = started + options.durationSeconds * 1000;
+if (options.overallRate) {
+  // Open loop: send on schedule, whatever the answers do.
+  const interval = 1000 / options.overallRate;
+  const inFlight: Promise<void>[] = [];
+  let next = started;
+  while (next < until) {
+    const now = performance.now();
+    while (next <= now && next < until) {
+      inFlight.push(timed(next));
+      next += interval;
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(5, next - performance.now()))));
+  }
+  await Promise.all(inFlight);
+} else {
+  await Promise.all(
+    Array.from({ length: options.connections }, async () => {
+      while (performance.now() < until) await timed(performance.now());
+    }),
+  );
+}
+const elapsed = (performance.now() - started) / 1000;
+await pool.close();
+
+latencies.sort((a, b) => a - b);
+const percentile = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0);
+const result: LoadResult = {
+  rps: Math.round(latencies.length / elapsed),
+  requests: latencies.length,
+  p50Us: percentile(50),
+  p99Us: percentile(99),
+  p999Us: percentile(99.9),
+  non2xx,
+  errors,
+};
+process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -11,16 +11,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import httpProxy from '@fastify/http-proxy';
 import Fastify from 'fastify';
-import { buildGateway } from '../src/app.js';
-import { systemClock } from '../src/clock.js';
+import { composeGateway } from '../src/compose.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { startSandboxConnector } from '../src/connector/sandbox/sandbox-connector.js';
-import { createFileAuditSink } from '../src/observability/audit.js';
-import { createLogDestination, createLogger } from '../src/observability/logger.js';
 import { listenGateway } from '../src/server.js';
-import { createStore } from '../src/store/create-store.js';
-import { waitUntilReady } from '../src/store/redis/redis-client.js';
-import { RedisStore } from '../src/store/redis/redis-store.js';
 
 const [role, ...args] = process.argv.slice(2);
 const say = (message: object) => process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -46,19 +40,11 @@ if (role === 'connector') {
   const [storeKind, benchDir, logRequests] = args as [string, string, string | undefined];
   const config = await loadConfig(join(benchDir, `gateway-${storeKind}.yaml`), {});
   // Logs go to a file as they would in production (not to the orchestrator's pipe).
-  const logger = createLogger(config.logging.level, createLogDestination(join(benchDir, `gateway-${storeKind}.log`)));
-  const store = createStore(config.store, () => systemClock.now());
-  if (store instanceof RedisStore) {
-    store.client.on('error', () => undefined);
-    await waitUntilReady(store.client, 3000);
-  }
-  const audit = createFileAuditSink(join(benchDir, `audit-${storeKind}.jsonl`), systemClock, { fsync: false });
-  const gateway = await buildGateway({ config, store, clock: systemClock, logger, audit, logRequests: logRequests !== 'false' });
-  const running = await listenGateway(gateway, config.listeners);
+  const composed = await composeGateway(config, { logTo: join(benchDir, `gateway-${storeKind}.log`), logRequests: logRequests !== 'false' });
+  const running = await listenGateway(composed.gateway, config.listeners);
   close = async () => {
     await running.close();
-    await store.close();
-    await audit.close();
+    await composed.close();
   };
   say({ ready: true, url: running.httpsUrl, admin: running.adminUrl });
 } else {
