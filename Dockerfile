@@ -19,7 +19,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE}
-ENV NODE_ENV=production
+# The commit built, for `--version` and gateway_build_info (the image has no .git):
+#   docker build --build-arg GATEWAY_COMMIT=$(git rev-parse --short=12 HEAD) -t card-gateway .
+ARG GATEWAY_COMMIT=unknown
+ENV NODE_ENV=production GATEWAY_COMMIT=${GATEWAY_COMMIT}
 WORKDIR /app
 COPY --from=production-deps --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist/src ./dist/src

@@ -1,33 +1,43 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AuthRateLimits } from './auth/auth-rate-limits.js';
-import type { AuthContext } from './auth/auth-context.js';
-import { createBearerGuard } from './auth/bearer-guard.js';
-import { registerJwksRoute } from './auth/jwks-route.js';
-import { registerLoginRoute } from './auth/login-route.js';
-import { registerLogoutRoute } from './auth/logout-route.js';
-import { createDummyHash } from './auth/password-hash.js';
-import { registerRefreshRoute } from './auth/refresh-route.js';
+import { PasswordHashGate } from './auth/password-hash-gate.js';
+import { SessionService } from './auth/session-service.js';
 import { TokenService } from './auth/token-service.js';
+import { readBuildInfo } from './build-info.js';
 import { CardIssuance } from './cards/card-issuance.js';
-import { registerCardRoute } from './cards/card-route.js';
-import type { Clock } from './clock.js';
+import { CardSealer } from './cards/card-sealing.js';
+import { CardService } from './cards/card-service.js';
 import { LiveSettings } from './config/live-settings.js';
 import type { GatewayConfig } from './config/load-config.js';
-import { connectorHealthProbe, registerConnectorForwarding } from './connector/connector-client.js';
-import { installEdgeGuards, trustProxyFromLive } from './edge/edge-guards.js';
+import { createConnectorClient, type ConnectorClient } from './connector/connector-client.js';
+import { createBearerGuard } from './edge/bearer-guard.js';
+import { installEdgeGuards } from './edge/edge-guards.js';
 import { installErrorHandler } from './edge/error-handler.js';
 import { createFrameworkErrorHandler } from './edge/framework-errors.js';
+import { createClientErrorHandler, publicServers, type HardeningDeps, type PublicServers } from './edge/listener-hardening.js';
 import { installNotFound } from './edge/not-found.js';
-import { ErrorEnvelopeSchema } from './edge/schemas.js';
-import { buildAdminServer, type ReadinessProbe } from './observability/admin-server.js';
+import { installRateLimits, permissionHook } from './edge/route-policy.js';
+import { registerCardRoute } from './edge/routes/card-route.js';
+import { registerJwksRoute } from './edge/routes/jwks-route.js';
+import { registerLoginRoute } from './edge/routes/login-route.js';
+import { registerLogoutRoute } from './edge/routes/logout-route.js';
+import { registerRefreshRoute } from './edge/routes/refresh-route.js';
+import { ErrorEnvelopeSchema, openApiOptions } from './edge/schemas.js';
+import { installStrictJson } from './edge/strict-json-parser.js';
+import type { Clock } from './foundation/clock.js';
+import { createDummyHash } from './foundation/password-hash.js';
+import { buildAdminServer, type ReadinessProbe } from './edge/admin-server.js';
 import type { AuditSink } from './observability/audit.js';
 import { GatewayMetrics } from './observability/metrics.js';
-import { installRequestMetrics } from './observability/request-metrics.js';
+import { OutcomeRecorder } from './observability/outcomes.js';
+import { installRequestMetrics } from './edge/request-metrics.js';
+import { instrumentStore } from './observability/store-timing.js';
+import { observeStore } from './observability/store-observer.js';
 import type { GatewayStore } from './store/store-types.js';
-import './request-context.js';
+import './edge/request-context.js';
 
 export interface GatewayDependencies {
   config: GatewayConfig;
@@ -37,6 +47,8 @@ export interface GatewayDependencies {
   audit: AuditSink;
   /** Defaults to a fresh registry per instance; tests and replicas never share counters. */
   metrics?: GatewayMetrics;
+  /** The connector port; by default an undici client for `config.connector`, closed with the admin server. */
+  connector?: ConnectorClient;
   /** One info line per request (default true). The benchmark measures the cost of it. */
   logRequests?: boolean;
   /** Lets a test add routes to the public or the protected scope before the app is ready. */
@@ -51,85 +63,133 @@ export interface Gateway {
   readonly metrics: GatewayMetrics;
   readonly live: LiveSettings;
   readonly tokens: TokenService;
+  readonly outcomes: OutcomeRecorder;
+  /** The hardened public listeners (D25): the TLS one is `app.server`; `plain` builds the D9 one. */
+  readonly servers: PublicServers;
   /** Applies the reloadable parts of a new, already validated config (D22). */
   reload(config: GatewayConfig): void;
+  /** Writes the audit summaries of refusals now, rather than when their minute ends (tests, shutdown). */
+  flushAudit(): void;
+  /** From now on `/readyz` answers 503: the first step of a shutdown behind a load balancer (D38). */
+  markDraining(): void;
 }
 
-/** Builds the gateway from a config and injected dependencies; never listens (style.md). */
+/**
+ * Builds the gateway from a config and injected ports; never listens. The use cases
+ * (sessions, cards) are built here once, on the ports (store, connector, outcome recorder), and
+ * the routes only translate HTTP to them.
+ */
 export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> {
-  const { config, store, clock, logger, audit } = deps;
+  const { config, clock, logger, audit } = deps;
   const metrics = deps.metrics ?? new GatewayMetrics();
+  const buildInfo = readBuildInfo();
+  metrics.buildInfo.set({ version: buildInfo.version, commit: buildInfo.commit }, 1);
+  metrics.tlsCertificateExpiry.set(Math.floor(Date.parse(new X509Certificate(config.tls.cert).validTo) / 1000));
+
+  // Ports.
+  const store = instrumentStore(deps.store, metrics);
+  const connector = deps.connector ?? createConnectorClient(config.connector);
+  metrics.observeConnectorPool(() => connector.poolLoad());
+  const outcomes = new OutcomeRecorder(metrics, audit);
   const live = new LiveSettings(config);
   const tokens = await TokenService.create(config.tokens, clock);
 
+  // Use cases.
+  const sessions = new SessionService({
+    store,
+    clock,
+    tokens,
+    live,
+    settings: config,
+    outcomes,
+    hashGate: new PasswordHashGate(config.passwordHashing.maxConcurrent, config.passwordHashing.maxConcurrentPerAddress),
+    dummyHash: await createDummyHash(),
+  });
+  const sealer = new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
+  const issuance = new CardIssuance({ store, clock, metrics, connector, sealer, settings: config, logger });
+  const cards = new CardService({ issuance, live, sealer, outcomes });
+  const limits = new AuthRateLimits(store, config.rateLimits, clock);
+
+  // HTTP.
+  const hardening: HardeningDeps = {
+    limits: config.edge,
+    clock,
+    ranges: () => live.current,
+    events: {
+      connectionOpened: () => metrics.connectionsOpen.inc(),
+      connectionClosed: () => metrics.connectionsOpen.dec(),
+      connectionRefused: (reason) => metrics.connectionsRefused.inc({ reason }),
+      clientError: (kind) => metrics.clientErrors.inc({ kind }),
+    },
+  };
+  const servers = publicServers(hardening);
   const app = Fastify({
-    https: { cert: config.tls.cert, key: config.tls.key, minVersion: 'TLSv1.2' },
+    // The TLS listener is built here (deadlines, connection budgets, AEAD-only TLS: D25, D33).
+    serverFactory: servers.tlsFactory(config.tls),
+    clientErrorHandler: createClientErrorHandler(hardening),
     loggerInstance: logger,
+    // No child logger per request (its creation, with redaction, cost every request): lines
+    // that concern a request carry `correlationId` themselves.
+    childLoggerFactory: (parent) => parent,
     // Fastify's own per-request lines would log the URL; request-metrics.ts writes one line instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
     // Never take a client's request id: the correlation id is ours (spec 5.10).
     requestIdHeader: false,
-    trustProxy: trustProxyFromLive(live),
+    // The client address and scheme are resolved by the edge guard (client-origin.ts), strictly.
+    trustProxy: false,
     // A URL Fastify cannot decode is answered before any hook: render it as the envelope too.
     frameworkErrors: createFrameworkErrorHandler({ live, clock }),
     bodyLimit: config.cards.bodyLimitBytes,
     forceCloseConnections: 'idle',
     // edge-guards.ts answers requests that arrive while draining, with the envelope.
     return503OnClosing: false,
-    // Bounds a client that trickles its request (slowloris); the connector has its own timeout.
-    requestTimeout: 30_000,
     ajv: {
-      // Unknown members are errors (D14), "100" is not 100, and every problem is reported.
+      // Unknown members are errors (D14), "100" is not 100, and every problem is reported
+      // (the answer lists at most 20 of them, D29).
       customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false },
     },
   }) as unknown as FastifyInstance;
-
-  // Bodies are JSON only (D14: 415 otherwise); Fastify would also take text/plain.
-  app.removeContentTypeParser('text/plain');
+  installStrictJson(app);
   app.addSchema(ErrorEnvelopeSchema);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: { title: 'Card issuing gateway', version: '1.0.0', description: `Environment: ${config.environment}. See docs/ and the interface specification.` },
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-    },
-  });
+  // OpenAPI 3.1, decorated from the routes' declarations (schemas.ts); the admin listener serves it.
+  await app.register(swagger, openApiOptions(buildInfo.version));
   installErrorHandler(app, clock, metrics);
   installNotFound(app, clock);
-  installEdgeGuards(app, { live, clock, audit, metrics });
+  installEdgeGuards(app, { live, clock, audit, outcomes, metrics });
   installRequestMetrics(app, metrics, { logRequests: deps.logRequests ?? true });
+  installRateLimits(app, { limits, outcomes });
 
-  const auth: AuthContext = {
-    settings: config,
-    live,
-    store,
-    clock,
-    audit,
-    metrics,
-    tokens,
-    limits: new AuthRateLimits(store, config.rateLimits, clock, metrics),
-    dummyHash: await createDummyHash(),
-  };
-  registerLoginRoute(app, auth);
+  registerLoginRoute(app, sessions);
   registerJwksRoute(app, tokens);
   deps.extend?.public?.(app);
-
   // Everything else needs a bearer token (D12): one encapsulated scope, one guard.
   await app.register(async (scope) => {
-    scope.addHook('onRequest', createBearerGuard({ tokens, live, audit, metrics }));
-    registerRefreshRoute(scope, auth);
-    registerLogoutRoute(scope, auth);
-    await registerConnectorForwarding(scope, config.connector);
-    const issuance = new CardIssuance({ store, clock, metrics, connector: config.connector, cards: config.cards });
-    registerCardRoute(scope, { config, live, issuance, audit, metrics });
+    scope.addHook('onRequest', createBearerGuard({ tokens, live, outcomes }));
+    scope.addHook('onRequest', permissionHook({ outcomes }));
+    registerRefreshRoute(scope, sessions);
+    registerLogoutRoute(scope, sessions);
+    registerCardRoute(scope, cards, config.cards);
     deps.extend?.protected?.(scope);
   });
 
-  const connectorProbe = connectorHealthProbe(config.connector);
-  const probes: ReadinessProbe[] = [{ name: 'store', check: () => store.ping() }, connectorProbe];
-  const admin = buildAdminServer({ metrics, probes, logger, openapi: () => app.swagger() });
-  admin.addHook('onClose', async () => connectorProbe.close());
+  // Store metrics (up, topology, master changes) and one log line per change of the store's state or master.
+  const unobserveStore = observeStore(deps.store, { registry: metrics.registry, logger });
+  app.addHook('onClose', async () => unobserveStore());
+
+  let draining = false;
+  const probes: ReadinessProbe[] = [
+    { name: 'store', check: () => store.ping() },
+    { name: 'connector', check: () => connector.health() },
+    {
+      name: 'audit',
+      check: async () => {
+        if (!audit.writable) throw new Error('audit trail cannot be written');
+      },
+    },
+  ];
+  const admin = buildAdminServer({ metrics, probes, logger, openapi: () => app.swagger(), draining: () => draining });
+  if (!deps.connector) admin.addHook('onClose', async () => connector.close());
 
   return {
     app,
@@ -137,6 +197,12 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     metrics,
     live,
     tokens,
+    outcomes,
+    servers,
     reload: (next) => live.apply(next),
+    flushAudit: () => audit.flushDenials(),
+    markDraining: () => {
+      draining = true;
+    },
   };
 }

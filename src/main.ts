@@ -1,31 +1,61 @@
+import { randomUUID } from 'node:crypto';
 import { unwatchFile, watchFile } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
-import { buildGateway } from './app.js';
-import { systemClock } from './clock.js';
-import { startSandboxConnector, type RunningSandboxConnector } from './connector/sandbox/sandbox-connector.js';
+import { readBuildInfo } from './build-info.js';
+import { composeGateway } from './compose.js';
 import { ConfigError } from './config/config-error.js';
-import { RELOADABLE } from './config/live-settings.js';
 import { ensureLocalSecrets } from './config/local-secrets.js';
-import { loadConfig, type GatewayConfig } from './config/load-config.js';
-import { createFileAuditSink } from './observability/audit.js';
-import { createLogDestination, createLogger } from './observability/logger.js';
-import { listenGateway } from './server.js';
-import { createStore } from './store/create-store.js';
-import { waitUntilReady } from './store/redis/redis-client.js';
-import { RedisStore } from './store/redis/redis-store.js';
+import { loadConfig, restartNeeded, type GatewayConfig } from './config/load-config.js';
+import { ListenError, listenGateway } from './server.js';
 
-/**
- * Entry point: `node dist/src/main.js [--config FILE]` (or GATEWAY_CONFIG). Without either,
- * the embedded local default `config/local.yaml` runs with generated secrets in `.local/`.
- */
-function configPath(): string {
-  const flag = process.argv.indexOf('--config');
-  const fromFlag = flag === -1 ? undefined : process.argv[flag + 1];
-  return resolve(fromFlag ?? process.env['GATEWAY_CONFIG'] ?? join(import.meta.dirname, '..', '..', 'config', 'local.yaml'));
+const USAGE = `Usage: node dist/src/main.js [option]
+
+  --config FILE          run the gateway with FILE (default: GATEWAY_CONFIG, else the local
+                         default config/local.yaml with generated secrets in .local/)
+  --check-config FILE    check FILE and its credentials file completely (schema, secrets
+                         readable, keys parse, ranges, production guards) without starting;
+                         prints every problem; exit 0 when valid, 78 when not
+  --version              print the version and the commit, exit 0
+  --help                 print this text, exit 0
+
+Signals: SIGHUP reloads the config and credentials and reopens the audit file; SIGTERM (or
+SIGINT) drains and stops. Exit codes: 0 done, 1 drain took too long, 64 bad command line,
+69 a listener could not bind, 78 invalid configuration.
+`;
+
+/** sysexits.h: the codes supervisors and scripts can tell apart. */
+const EXIT = { usage: 64, unavailable: 69, config: 78 } as const;
+
+type Command = { kind: 'run'; file: string | undefined } | { kind: 'check'; file: string } | { kind: 'version' } | { kind: 'help' };
+
+function parseArguments(args: readonly string[]): Command {
+  const [first, second, ...rest] = args;
+  if (first === undefined) return { kind: 'run', file: undefined };
+  const takesFile = first === '--config' || first === '--check-config';
+  if (rest.length > 0 || (!takesFile && second !== undefined)) throw new Error('one option at a time');
+  switch (first) {
+    case '--help':
+    case '-h':
+      return { kind: 'help' };
+    case '--version':
+      return { kind: 'version' };
+    case '--config':
+    case '--check-config':
+      if (second === undefined || second.startsWith('-')) throw new Error(`${first} needs a FILE`);
+      return first === '--config' ? { kind: 'run', file: second } : { kind: 'check', file: second };
+    default:
+      throw new Error(`unknown option ${first}`);
+  }
 }
 
+function configPath(file: string | undefined): string {
+  return resolve(file ?? process.env['GATEWAY_CONFIG'] ?? join(import.meta.dirname, '..', '..', 'config', 'local.yaml'));
+}
+
+/** The local default's secrets are generated on first start (never for other environments). */
 async function prepareLocal(file: string): Promise<void> {
   let environment: unknown;
   try {
@@ -39,93 +69,157 @@ async function prepareLocal(file: string): Promise<void> {
   }
 }
 
-async function load(file: string): Promise<GatewayConfig> {
+async function loadOrExit(file: string): Promise<GatewayConfig> {
   try {
     return await loadConfig(file);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
-      process.exit(78); // EX_CONFIG
+      process.exit(EXIT.config);
     }
     throw error;
   }
 }
 
-const file = configPath();
+let command: Command;
+try {
+  command = parseArguments(process.argv.slice(2));
+} catch (error) {
+  process.stderr.write(`card gateway: ${(error as Error).message}\n\n${USAGE}`);
+  process.exit(EXIT.usage);
+}
+
+if (command.kind === 'help') {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+if (command.kind === 'version') {
+  const { version, commit } = readBuildInfo();
+  process.stdout.write(`card-issuing-gateway ${version} (commit ${commit})\n`);
+  process.exit(0);
+}
+if (command.kind === 'check') {
+  const file = resolve(command.file);
+  const config = await loadOrExit(file);
+  for (const warning of config.warnings) process.stdout.write(`warning: ${warning}\n`);
+  process.stdout.write(
+    `${file}: valid (environment ${config.environment}, ${config.credentials.size} credentials, ${config.issuingAccounts.size} issuing accounts)\n`,
+  );
+  process.exit(0);
+}
+
+const file = configPath(command.file);
 await prepareLocal(file);
-const config = await load(file);
-// Asynchronous, batched stdout: a slow log consumer must not stall requests (flushed on shutdown).
-const logDestination = createLogDestination(1);
-const logger = createLogger(config.logging.level, logDestination);
-const store = createStore(config.store, () => systemClock.now());
-if (store instanceof RedisStore) {
-  // One line per change of state, not one per reconnect attempt.
-  let healthy = true;
-  store.client.on('error', (error: NodeJS.ErrnoException) => {
-    if (healthy) logger.warn({ code: error.code }, 'store connection lost; store-backed requests answer 503 until it returns');
-    healthy = false;
-  });
-  store.client.on('ready', () => {
-    if (!healthy) logger.info('store connection restored');
-    healthy = true;
-  });
-  if (!(await waitUntilReady(store.client, 3000))) logger.warn('store not reachable at start; /readyz reports not ready until it is');
+// The config the process started with: restart-only sections stay as they are until a restart.
+const config = await loadOrExit(file);
+const composed = await composeGateway(config);
+const { gateway, logger, audit } = composed;
+
+let running;
+try {
+  running = await listenGateway(gateway, config.listeners);
+} catch (error) {
+  if (error instanceof ListenError) {
+    process.stderr.write(`card gateway: ${error.message}\n`);
+    await composed.close();
+    process.exit(EXIT.unavailable);
+  }
+  throw error;
 }
+const listening = running;
+logger.info(
+  {
+    pid: process.pid,
+    environment: config.environment,
+    https: listening.httpsUrl,
+    plainHttp: listening.plainUrl,
+    admin: listening.adminUrl,
+    connector: config.connector.url,
+    sandboxConnector: composed.sandboxUrl,
+    ...readBuildInfo(),
+  },
+  'gateway listening',
+);
 
-let sandbox: RunningSandboxConnector | undefined;
-if (config.connector.startSandbox) {
-  const url = new URL(config.connector.url);
-  sandbox = await startSandboxConnector({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80), ...(config.connector.sharedSecret && { sharedSecret: config.connector.sharedSecret }) });
-}
-
-const audit = createFileAuditSink(config.audit.file, systemClock, { fsync: config.audit.fsync });
-const gateway = await buildGateway({ config, store, clock: systemClock, logger, audit });
-const running = await listenGateway(gateway, config.listeners);
-logger.info({ environment: config.environment, https: running.httpsUrl, plainHttp: running.plainUrl, admin: running.adminUrl, connector: config.connector.url, sandboxConnector: sandbox?.url }, 'gateway listening');
-
+const signalContext = () => ({ correlationId: randomUUID(), clientAddress: 'local' });
 let reloading = false;
 async function reload(trigger: string): Promise<void> {
   if (reloading) return;
   reloading = true;
   try {
     const next = await loadConfig(file);
-    if (next.environment !== config.environment) throw new ConfigError([`${file}: environment: cannot change from ${config.environment} to ${next.environment} without a restart`]);
+    if (next.environment !== config.environment)
+      throw new ConfigError([`${file}: environment: cannot change from ${config.environment} to ${next.environment} without a restart`]);
     gateway.reload(next);
-    logger.info({ trigger, applied: RELOADABLE, credentials: next.credentials.size }, 'configuration reloaded; listeners, TLS, store, keys and connector settings apply at the next restart');
+    const pending = restartNeeded(config, next);
+    gateway.outcomes.record({ name: 'config.reloaded' }, signalContext());
+    logger.info(
+      {
+        trigger,
+        applied: ['allowlist', 'trustedProxies', 'credentials', 'issuingAccounts'],
+        credentials: next.credentials.size,
+        ...(pending.length > 0 && { restartNeededFor: pending }),
+      },
+      pending.length > 0 ? `configuration reloaded; changes to ${pending.join(', ')} apply only at the next restart` : 'configuration reloaded',
+    );
   } catch (error) {
     const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
+    gateway.outcomes.record({ name: 'config.reload_failed' }, signalContext());
     logger.error({ trigger, problems }, 'configuration reload refused; the running configuration stays');
   } finally {
     reloading = false;
   }
 }
-process.on('SIGHUP', () => void reload('SIGHUP'));
-// Editors replace files rather than write them in place; stat polling survives that.
-for (const watched of [file, config.credentialsFile]) watchFile(watched, { interval: 2000 }, (now, before) => {
-  if (now.mtimeMs !== before.mtimeMs) void reload(`change of ${watched}`);
+process.on('SIGHUP', () => {
+  // Log rotation: the audit file is reopened at its path (D21, D22).
+  void audit.reopen();
+  void reload('SIGHUP');
 });
+// Editors replace files rather than write them in place; stat polling survives that.
+for (const watched of [file, config.credentialsFile]) {
+  watchFile(watched, { interval: 2000 }, (now, before) => {
+    if (now.mtimeMs !== before.mtimeMs) void reload(`change of ${watched}`);
+  });
+}
 
 let stopping = false;
+/** Set when the drain ran out of time: the exit code is 1 whichever path exits first. */
+let forced = false;
+/** Exits with `code` once the last log lines are handed on (the log sink is asynchronous, D26). */
+function exitAfterLogs(code: number): void {
+  void composed.flushLogs(500).finally(() => process.exit(code));
+}
+/**
+ * D38: readiness turns 503 at once, the listeners keep serving for `shutdown.delaySeconds` while
+ * load balancers notice, then stop accepting and drain in-flight requests (D22). A drain longer
+ * than `shutdown.drainTimeoutSeconds` ends the process anyway.
+ */
 async function shutdown(signal: string): Promise<void> {
   if (stopping) {
     logger.warn({ signal }, 'second signal: exiting without waiting');
-    process.exit(1);
+    exitAfterLogs(1);
+    return;
   }
   stopping = true;
-  logger.info({ signal }, 'draining in-flight requests');
-  const force = setTimeout(() => {
-    logger.error('drain took longer than 25 s; exiting');
-    process.exit(1);
-  }, 25_000);
+  const { delaySeconds, drainTimeoutSeconds } = config.shutdown;
+  gateway.markDraining();
+  logger.info({ signal, delaySeconds, drainTimeoutSeconds }, 'shutting down: /readyz answers 503');
+  const force = setTimeout(
+    () => {
+      forced = true;
+      logger.error(`drain took longer than ${drainTimeoutSeconds} s; exiting`);
+      exitAfterLogs(1);
+    },
+    (delaySeconds + drainTimeoutSeconds) * 1000,
+  );
   force.unref();
   for (const watched of [file, config.credentialsFile]) unwatchFile(watched);
-  await running.close();
-  await sandbox?.close();
-  await store.close();
-  await audit.close();
+  if (delaySeconds > 0) await sleep(delaySeconds * 1000);
+  logger.info('draining in-flight requests');
+  await listening.close();
   logger.info('stopped');
-  logDestination.flushSync();
-  process.exitCode = 0;
+  await composed.close();
+  process.exit(forced ? 1 : 0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,7 +1,35 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Gateway } from './app.js';
 import type { GatewayConfig } from './config/load-config.js';
+
+/** A listener could not bind: one line an operator can act on (D40), never a stack trace. */
+export class ListenError extends Error {
+  constructor(listener: string, host: string, port: number, cause: NodeJS.ErrnoException) {
+    const reason =
+      cause.code === 'EADDRINUSE'
+        ? 'address already in use'
+        : cause.code === 'EACCES'
+          ? 'permission denied'
+          : cause.code === 'EADDRNOTAVAIL'
+            ? 'address not available on this host'
+            : (cause.code ?? cause.message);
+    super(`cannot listen on ${host}:${port} (${listener} listener): ${reason}`, { cause });
+    this.name = 'ListenError';
+  }
+}
+
+/** Binds one listener, turning a bind failure into a ListenError naming it. */
+async function bind<T>(listener: string, host: string, port: number, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+      throw new ListenError(listener, host, port, error as NodeJS.ErrnoException);
+    throw error;
+  }
+}
 
 export interface RunningGateway {
   readonly httpsUrl: string;
@@ -11,8 +39,7 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-const urlOf = (scheme: string, address: AddressInfo) =>
-  `${scheme}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+const urlOf = (scheme: string, address: AddressInfo) => `${scheme}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 
 function listenPlain(server: Server, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
@@ -31,17 +58,37 @@ function listenPlain(server: Server, host: string, port: number): Promise<Addres
  * with X-Forwarded-Proto, that the client spoke HTTPS to it.
  */
 export async function listenGateway(gateway: Gateway, listeners: GatewayConfig['listeners']): Promise<RunningGateway> {
-  await gateway.app.listen({ host: listeners.https.host, port: listeners.https.port });
+  await bind('https', listeners.https.host, listeners.https.port, () =>
+    // Fastify cannot tell a serverFactory's TLS server from a plain one in its own log line.
+    gateway.app.listen({
+      host: listeners.https.host,
+      port: listeners.https.port,
+      listenTextResolver: (address) => `API listener (TLS) at ${address.replace(/^http:/, 'https:')}`,
+    }),
+  );
   const httpsUrl = urlOf('https', gateway.app.server.address() as AddressInfo);
 
   let plain: Server | undefined;
   let plainUrl: string | undefined;
   if (listeners.plainHttp) {
-    plain = createServer({ requestTimeout: 30_000 }, gateway.app.routing);
-    plainUrl = urlOf('http', await listenPlain(plain, listeners.plainHttp.host, listeners.plainHttp.port));
+    plain = gateway.servers.plain(gateway.app.routing);
+    const { host, port } = listeners.plainHttp;
+    const server = plain;
+    try {
+      plainUrl = urlOf('http', await bind('plain HTTP', host, port, () => listenPlain(server, host, port)));
+    } catch (error) {
+      await gateway.app.close();
+      throw error;
+    }
   }
 
-  await gateway.admin.listen({ host: listeners.admin.host, port: listeners.admin.port });
+  try {
+    await bind('admin', listeners.admin.host, listeners.admin.port, () => gateway.admin.listen({ host: listeners.admin.host, port: listeners.admin.port }));
+  } catch (error) {
+    plain?.close();
+    await gateway.app.close();
+    throw error;
+  }
   const adminUrl = urlOf('http', gateway.admin.server.address() as AddressInfo);
 
   let closing: Promise<void> | undefined;

@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { FastifyReply } from 'fastify';
-import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Clock } from '../clock.js';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import type { Clock } from '../foundation/clock.js';
 import type { GatewayConfig } from '../config/load-config.js';
-import { errors } from '../edge/errors.js';
-import type { GatewayMetrics } from '../observability/metrics.js';
-import { StoreUnavailableError, type GatewayStore } from '../store/store-types.js';
+import { errors } from '../foundation/errors.js';
+import { StoreUnavailableError, type GatewayStore, type Limiter } from '../store/store-types.js';
 
-export type LimitedAction = 'login' | 'refresh';
+/** `login` counts per submitted username, `loginAddress` per client address, `refresh` per credential. */
+export type LimitedAction = 'login' | 'loginAddress' | 'refresh';
 
 export interface LimitState {
   limit: number;
@@ -16,40 +15,52 @@ export interface LimitState {
   reset: number;
 }
 
-/** Usernames arrive from the client: hashed into fixed-size, opaque limiter and lockout keys. */
+/** Usernames and addresses arrive from the client: hashed into fixed-size, opaque limiter and lockout keys. */
 export const subjectKey = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 32);
 
+/** The standard RateLimit-* headers of one limiter's state (D11). */
+export function rateLimitHeaders(state: LimitState): Record<string, string> {
+  return { 'ratelimit-limit': String(state.limit), 'ratelimit-remaining': String(state.remaining), 'ratelimit-reset': String(state.reset) };
+}
+
+/** Of several limiters applied to one request, the one closest to refusing speaks in the headers. */
+export function tightest(states: readonly LimitState[]): LimitState | undefined {
+  return states.reduce<LimitState | undefined>((best, state) => (best === undefined || state.remaining < best.remaining ? state : best), undefined);
+}
+
 /**
- * D11: fixed windows of `windowSeconds`, counted by rate-limiter-flexible in the shared store.
- * The window is chosen from the injected clock and is part of the key, so windows are testable
- * without sleeping and agree across replicas; the store's TTL only cleans up. As with every
- * fixed window, a burst straddling a window edge can see up to twice the limit (README).
+ * D11, D27: fixed windows of `windowSeconds`, counted by rate-limiter-flexible in the shared
+ * store. The window is chosen from the injected clock and is part of the key, so windows are
+ * testable without sleeping and agree across replicas; the store's TTL (one window) only
+ * cleans up. As with every fixed window, a burst straddling a window edge can see up to twice
+ * the limit (README).
  */
 export class AuthRateLimits {
-  readonly #limiters: Record<LimitedAction, { limiter: RateLimiterAbstract; points: number; windowMs: number }>;
+  readonly #limiters: Record<LimitedAction, { limiter: Limiter; points: number; windowMs: number }>;
 
   constructor(
     store: GatewayStore,
     settings: GatewayConfig['rateLimits'],
     private readonly clock: Clock,
-    private readonly metrics: GatewayMetrics,
   ) {
-    const make = (action: LimitedAction) => {
-      const { points, windowSeconds } = settings[action];
-      return {
-        limiter: store.createRateLimiter({ keyPrefix: `rl:${action}:`, points, durationSeconds: windowSeconds * 2 }),
-        points,
-        windowMs: windowSeconds * 1000,
-      };
+    const make = (prefix: string, { points, windowSeconds }: { points: number; windowSeconds: number }) => ({
+      // The window is in the key; the key only has to outlive its own window.
+      limiter: store.createRateLimiter({ keyPrefix: `rl:${prefix}:`, points, durationSeconds: windowSeconds + 1 }),
+      points,
+      windowMs: windowSeconds * 1000,
+    });
+    this.#limiters = {
+      login: make('login', settings.login),
+      loginAddress: make('login-addr', settings.loginPerAddress),
+      refresh: make('refresh', settings.refresh),
     };
-    this.#limiters = { login: make('login'), refresh: make('refresh') };
   }
 
   /**
-   * Counts one attempt for `subject` and sets the RateLimit-* headers. Throws the 429
-   * GatewayError past the limit, StoreUnavailableError when the store fails (D23: never a 429).
+   * Counts one attempt for `subject`. Throws the 429 GatewayError (with its RateLimit-* headers)
+   * past the limit, StoreUnavailableError when the store fails (D23: never a 429).
    */
-  async consume(action: LimitedAction, subject: string, reply: FastifyReply): Promise<LimitState> {
+  async consume(action: LimitedAction, subject: string): Promise<LimitState> {
     const { limiter, points, windowMs } = this.#limiters[action];
     const now = this.clock.now();
     const window = Math.floor(now / windowMs);
@@ -62,13 +73,7 @@ export class AuthRateLimits {
       consumed = rejection.consumedPoints;
     }
     const state = { limit: points, remaining: Math.max(0, points - consumed), reset };
-    reply.header('ratelimit-limit', String(points));
-    reply.header('ratelimit-remaining', String(state.remaining));
-    reply.header('ratelimit-reset', String(reset));
-    if (consumed > points) {
-      this.metrics.rateLimited.inc({ limiter: action });
-      throw errors.rateLimited(reset);
-    }
+    if (consumed > points) throw errors.rateLimited(reset, rateLimitHeaders(state));
     return state;
   }
 }

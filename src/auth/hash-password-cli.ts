@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline';
-import { hashPassword } from './password-hash.js';
+import { hashPassword } from '../foundation/password-hash.js';
 
 /**
  * `npm run hash-password`: reads one password from standard input (never from argv, which

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT, exportJWK, importPKCS8, importSPKI, jwtVerify, type CryptoKey, type JWK, type JWTHeaderParameters } from 'jose';
-import { toEpochSeconds, type Clock } from '../clock.js';
+import { toEpochSeconds, type Clock } from '../foundation/clock.js';
 import type { GatewayConfig } from '../config/load-config.js';
-import { errors } from '../edge/errors.js';
-import type { Credential } from './credentials.js';
+import { errors } from '../foundation/errors.js';
+import type { Credential } from '../config/credentials-file.js';
+import { isCanonicalCompactJws } from './canonical-jws.js';
 import { VerifiedTokenCache } from './verified-token-cache.js';
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
@@ -27,7 +28,7 @@ const SELF_KEYED_HEADERS = ['jwk', 'jku', 'x5u', 'x5c'] as const;
 /**
  * Issues and verifies the JWTs (D1, D2, D24). One signing key; several verification keys so a
  * rotation logs nobody out. Verification pins algorithm, `typ`, issuer and audience, and
- * requires `exp`. Verified access tokens are cached until their `exp` (perf-notes.md: the
+ * requires `exp`. Verified access tokens are cached until their `exp` (measured: the
  * signature check is half of a request's cost); the credential itself is still looked up on
  * every request by the guard (D7).
  */
@@ -112,6 +113,8 @@ export class TokenService {
   async verifyAccessToken(token: string): Promise<AccessClaims> {
     const cached = this.cachedClaims(token);
     if (cached) return cached;
+    // jose decodes leniently: a spelling with non-zero spare bits would verify (D33).
+    if (!isCanonicalCompactJws(token)) throw errors.tokenInvalid();
     const nowMs = this.#clock.now();
     let claims: AccessClaims;
     try {
@@ -127,8 +130,7 @@ export class TokenService {
       if (typeof payload.sub !== 'string' || typeof payload.jti !== 'string' || typeof payload.exp !== 'number') throw new TypeError('claims');
       claims = { sub: payload.sub, jti: payload.jti, exp: payload.exp };
     } catch (error) {
-      const code = (error as { code?: string }).code;
-      throw errors.authenticationFailed(code === 'ERR_JWT_EXPIRED' ? 'Access token is expired' : 'Access token is invalid');
+      throw (error as { code?: string }).code === 'ERR_JWT_EXPIRED' ? errors.tokenExpired() : errors.tokenInvalid();
     }
     this.#cache.set(token, claims);
     return claims;

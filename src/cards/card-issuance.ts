@@ -1,84 +1,193 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { FastifyBaseLogger, FastifyReply } from 'fastify';
-import type { Clock } from '../clock.js';
+import type { Logger } from 'pino';
+import type { Clock } from '../foundation/clock.js';
 import type { GatewayConfig } from '../config/load-config.js';
-import { parseConnectorCard } from '../connector/connector-answer.js';
-import { ConnectorError, forwardToConnector, type ConnectorCardRequest } from '../connector/connector-client.js';
-import { errors } from '../edge/errors.js';
+import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../connector/connector-client.js';
+import { errors, GatewayError } from '../foundation/errors.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
-import type { GatewayStore, StoredCard } from '../store/store-types.js';
-import { sealCardSecrets, type CardSecrets } from './card-sealing.js';
+import type { ClaimAttempt, GatewayStore, StoredCard } from '../store/store-types.js';
+import type { CardSealer, CardSecrets } from './card-sealing.js';
 import type { CardRequest } from './card-schemas.js';
-import { maskCvc, maskPan } from './mask-card.js';
+import { maskCvc, maskPan } from '../foundation/masking.js';
 import { requestFingerprint } from './request-fingerprint.js';
 
 export interface IssuedCard {
   record: StoredCard;
-  /** Plaintext secrets, in memory only, when this request created the card. */
+  /** Plaintext secrets, in memory only, when this request received them from the connector. */
   fresh: CardSecrets | undefined;
+  /** Answered from the idempotency record (D16): the header Idempotent-Replayed says so. */
   replayed: boolean;
+  /** The connector answered with a card it made for an earlier, failed attempt (D31). */
+  connectorReplay: boolean;
   payloadMismatch: boolean;
   /** The idempotency record key, also the AAD of the sealed secrets. */
   recordKey: string;
 }
 
+export interface IssueInput {
+  issuingAccount: string;
+  credentialId: string;
+  body: CardRequest;
+  effectiveLimit: number;
+  correlationId: string;
+}
+
 /**
- * Idempotent card creation (D16, D17): claim (issuing account, requestId) atomically in the
- * shared store, forward once, keep the answer (secrets sealed, D18) for 24 h. Concurrent
- * duplicates wait for the first and replay its card; past the upstream timeout they get 409.
- * A failed forward releases the claim; the retry reaches the connector with the same
- * Idempotency-Key, so an ambiguous timeout cannot make two cards.
+ * Claim owners: unique across replicas (a random process id) and within the process (a
+ * counter), without a random UUID per card.
+ */
+const PROCESS_ID = randomUUID();
+let claims = 0;
+const nextOwner = (): string => `${PROCESS_ID}:${(claims += 1)}`;
+
+/** What waiting on a key claimed by another process came to. */
+type WaitOutcome = { state: 'completed'; record: StoredCard } | { state: 'free' } | { state: 'timeout'; leaseExpiresAt: number };
+
+/**
+ * Idempotent card creation (D16, D17, D28, D31): claim (issuing account, requestId) atomically in
+ * the shared store, forward once, keep the answer (secrets sealed, D18) for 24 h.
+ *
+ * Duplicates are cheap. The first request for a key in this process resolves it for every
+ * duplicate that arrives meanwhile: it claims the key, forwards (or, when another replica holds
+ * the claim, polls the store until that replica is done), and the duplicates wait on it without
+ * touching the store. Store cost per key per process: one claim plus, only while another replica
+ * forwards, a few reads. At most `cards.maxWaitersPerKey` requests wait on one key; the rest get
+ * 409 at once, and past the connector timeout a waiting duplicate gets 409 too. A failed forward
+ * releases the claim; the retry reaches the connector with the same Idempotency-Key, so an
+ * ambiguous timeout cannot make two cards, and the connector's replay of the card it made is
+ * stored and answered (D31).
  */
 export class CardIssuance {
+  /** Keys this process is resolving now, and the record each resolves to. */
+  readonly #resolving = new Map<string, Promise<StoredCard>>();
+  readonly #waiters = new Map<string, number>();
+
   constructor(
     private readonly deps: {
       store: GatewayStore;
       clock: Clock;
       metrics: GatewayMetrics;
-      connector: GatewayConfig['connector'];
-      cards: GatewayConfig['cards'];
+      connector: ConnectorClient;
+      sealer: CardSealer;
+      settings: { connector: GatewayConfig['connector']; cards: GatewayConfig['cards'] };
+      logger: Logger;
     },
   ) {}
 
-  async issue(reply: FastifyReply, input: { issuingAccount: string; body: CardRequest; effectiveLimit: number; log: FastifyBaseLogger }): Promise<IssuedCard> {
-    const { store, clock, connector } = this.deps;
+  async issue(input: IssueInput): Promise<IssuedCard> {
     const requestId = input.body.requestId.toLowerCase();
     const recordKey = `${input.issuingAccount}:${requestId}`;
     const fingerprint = requestFingerprint({ ...input.body, requestId });
-    const owner = randomUUID();
-    // The claim outlives one full upstream attempt; a gateway that dies holding it is
-    // replaced after that (takeover), and the connector's own idempotency covers the rest.
-    const leaseMs = connector.timeoutMs + 5000;
-    const waitUntil = performance.now() + connector.timeoutMs + 1000;
-    let pause = 10;
+    const replay = (record: StoredCard): IssuedCard => ({
+      record,
+      fresh: undefined,
+      replayed: true,
+      connectorReplay: false,
+      payloadMismatch: record.fingerprint !== fingerprint,
+      recordKey,
+    });
 
-    for (;;) {
-      const reservation = await store.idempotency.reserve(recordKey, { owner, now: clock.now(), leaseMs });
-      if (reservation.state === 'completed') {
-        return { record: reservation.record, fresh: undefined, replayed: true, payloadMismatch: reservation.record.fingerprint !== fingerprint, recordKey };
-      }
-      if (reservation.state === 'reserved') break;
-      if (performance.now() >= waitUntil) {
-        throw errors.idempotencyInProgress(Math.max(1, (reservation.leaseExpiresAt - clock.now()) / 1000));
-      }
-      await delay(pause);
-      pause = Math.min(pause * 2, 100);
+    const inProgress = this.#resolving.get(recordKey);
+    if (inProgress) return replay(await this.#join(recordKey, inProgress));
+
+    let settle!: { resolve(record: StoredCard): void; reject(error: unknown): void };
+    const shared = new Promise<StoredCard>((resolve, reject) => (settle = { resolve, reject }));
+    // Nobody may be waiting: a failure must not become an unhandled rejection.
+    shared.catch(() => undefined);
+    this.#resolving.set(recordKey, shared);
+    try {
+      const issued = await this.#resolve(recordKey, input, fingerprint, replay);
+      settle.resolve(issued.record);
+      return issued;
+    } catch (error) {
+      settle.reject(error);
+      throw error;
+    } finally {
+      this.#resolving.delete(recordKey);
     }
+  }
 
-    const payload: ConnectorCardRequest = {
-      requestId,
-      issuingAccount: input.issuingAccount,
-      requestedCardLimit: input.body.cardLimit,
-      cardLimit: input.effectiveLimit,
-      currency: input.body.currency,
-      config: input.body.config ?? {},
-      metadata: input.body.metadata ?? {},
-    };
-    const card = await this.#forward(reply, payload, recordKey, input.log, owner);
+  /** Claims the key and forwards, or waits for the replica that holds the claim. */
+  async #resolve(recordKey: string, input: IssueInput, fingerprint: string, replay: (record: StoredCard) => IssuedCard): Promise<IssuedCard> {
+    const { store, clock, settings } = this.deps;
+    const waitUntil = performance.now() + settings.connector.timeoutMs + 1000;
+    const attempt: ClaimAttempt = { fingerprint, requestedCardLimit: input.body.cardLimit, credentialId: input.credentialId };
+    for (;;) {
+      const owner = nextOwner();
+      const reservation = await store.idempotency.reserve(recordKey, { owner, now: clock.now(), leaseMs: settings.connector.timeoutMs + 5000, attempt });
+      if (reservation.state === 'completed') return replay(reservation.record);
+      if (reservation.state === 'reserved') return this.#own(recordKey, owner, input, attempt, reservation.previous);
+      const outcome = await this.#waitForOtherReplica(recordKey, waitUntil);
+      if (outcome.state === 'completed') return replay(outcome.record);
+      if (outcome.state === 'timeout') throw errors.idempotencyInProgress(Math.max(1, (outcome.leaseExpiresAt - clock.now()) / 1000));
+      // Released or lapsed: claim it again.
+    }
+  }
 
-    const record: StoredCard = {
-      fingerprint,
+  /** Waits on the request resolving the key, as one of at most maxWaitersPerKey. */
+  async #join(recordKey: string, shared: Promise<StoredCard>): Promise<StoredCard> {
+    const { metrics, settings } = this.deps;
+    const waiting = this.#waiters.get(recordKey) ?? 0;
+    if (waiting >= settings.cards.maxWaitersPerKey) {
+      metrics.idempotencyWaitersRefused.inc();
+      throw errors.idempotencyInProgress(Math.max(1, settings.connector.timeoutMs / 1000));
+    }
+    this.#waiters.set(recordKey, waiting + 1);
+    metrics.idempotencyWaiters.inc();
+    try {
+      return await shared;
+    } finally {
+      const left = (this.#waiters.get(recordKey) ?? 1) - 1;
+      if (left === 0) this.#waiters.delete(recordKey);
+      else this.#waiters.set(recordKey, left);
+      metrics.idempotencyWaiters.dec();
+    }
+  }
+
+  /** Polls the store, backing off, until the other replica's claim completes, frees or outlasts the wait. */
+  async #waitForOtherReplica(recordKey: string, waitUntil: number): Promise<WaitOutcome> {
+    const { store, clock } = this.deps;
+    let pause = 10;
+    for (;;) {
+      await delay(pause);
+      const seen = await store.idempotency.peek(recordKey, clock.now());
+      if (seen.state === 'completed') return { state: 'completed', record: seen.record };
+      if (seen.state === 'reserved') return { state: 'free' };
+      if (performance.now() >= waitUntil) return { state: 'timeout', leaseExpiresAt: seen.leaseExpiresAt };
+      pause = Math.min(Math.ceil(pause * 1.5), 200);
+    }
+  }
+
+  async #own(recordKey: string, owner: string, input: IssueInput, attempt: ClaimAttempt, previous: ClaimAttempt | undefined): Promise<IssuedCard> {
+    const { store, clock, settings, logger } = this.deps;
+    const reply = await this.#forward(recordKey, owner, input);
+    // The connector's replay is the card of the first attempt, when one is known (D31).
+    const first = reply.replayed ? (previous ?? attempt) : attempt;
+    const payloadMismatch =
+      reply.replayed &&
+      (previous ? previous.fingerprint !== attempt.fingerprint : reply.card.cardLimit !== input.effectiveLimit || reply.card.currency !== input.body.currency);
+    const record = this.#record(reply, recordKey, first);
+    const now = clock.now();
+    try {
+      await store.idempotency.complete(recordKey, { owner, record, expiresAt: now + settings.cards.idempotencyTtlSeconds * 1000, now });
+    } catch (error) {
+      // The card exists: give it to the client. The store writes the record once it answers
+      // again; a retry before that reaches the connector with the same Idempotency-Key and gets
+      // this card back, so a late record costs no duplicate.
+      logger.warn(
+        { reason: (error as Error).message, cardId: record.card.cardId, correlationId: input.correlationId },
+        'card created; its idempotency record is written when the store answers again',
+      );
+    }
+    return { record, fresh: { pan: reply.card.pan, cvc: reply.card.cvc }, replayed: false, connectorReplay: reply.replayed, payloadMismatch, recordKey };
+  }
+
+  #record(reply: ConnectorReply, recordKey: string, first: ClaimAttempt): StoredCard {
+    const { card } = reply;
+    return {
+      fingerprint: first.fingerprint,
+      creator: first.credentialId,
       card: {
         cardId: card.cardId,
         maskedPan: maskPan(card.pan),
@@ -86,52 +195,52 @@ export class CardIssuance {
         expMonth: card.expMonth,
         expYear: card.expYear,
         status: card.status,
-        requestedCardLimit: input.body.cardLimit,
+        requestedCardLimit: first.requestedCardLimit,
         cardLimit: card.cardLimit,
         currency: card.currency,
         createdAt: card.createdAt,
       },
-      sealedSecrets: sealCardSecrets({ pan: card.pan, cvc: card.cvc }, this.deps.cards.encryptionKey, recordKey),
+      sealedSecrets: this.deps.sealer.seal({ pan: card.pan, cvc: card.cvc }, recordKey),
     };
-    const now = clock.now();
-    try {
-      await store.idempotency.complete(recordKey, { owner, record, expiresAt: now + this.deps.cards.idempotencyTtlSeconds * 1000, now });
-    } catch (error) {
-      // The card exists: give it to the client. A retry reaches the connector with the same
-      // Idempotency-Key and gets this card back, so losing the record costs no duplicate.
-      input.log.warn({ err: { message: (error as Error).message }, cardId: card.cardId }, 'card created but its idempotency record could not be stored');
-    }
-    this.deps.metrics.cardsCreated.inc();
-    return { record, fresh: { pan: card.pan, cvc: card.cvc }, replayed: false, payloadMismatch: false, recordKey };
   }
 
-  async #forward(reply: FastifyReply, payload: ConnectorCardRequest, recordKey: string, log: FastifyBaseLogger, owner: string) {
-    const { connector, metrics, store } = this.deps;
+  async #forward(recordKey: string, owner: string, input: IssueInput): Promise<ConnectorReply> {
+    const { connector, metrics, store, clock, settings, logger } = this.deps;
+    const payload: ConnectorCardRequest = {
+      requestId: input.body.requestId.toLowerCase(),
+      issuingAccount: input.issuingAccount,
+      requestedCardLimit: input.body.cardLimit,
+      cardLimit: input.effectiveLimit,
+      currency: input.body.currency,
+      config: input.body.config ?? {},
+      metadata: input.body.metadata ?? {},
+    };
     const started = performance.now();
     try {
-      const answer = await forwardToConnector(reply, {
-        payload,
-        idempotencyKey: recordKey,
-        correlationId: reply.request.id,
-        timeoutMs: connector.timeoutMs,
-        sharedSecret: connector.sharedSecret,
-      });
-      if (answer.status !== 200 && answer.status !== 201) throw new ConnectorError('status', { status: answer.status });
-      const card = parseConnectorCard(answer.body, { cardLimit: payload.cardLimit, currency: payload.currency });
-      if (!card) throw new ConnectorError('invalid_answer', { status: answer.status });
+      const reply = await connector.createCard(payload, { idempotencyKey: recordKey, correlationId: input.correlationId });
       metrics.connectorDuration.observe({ outcome: 'ok' }, (performance.now() - started) / 1000);
-      return card;
+      return reply;
     } catch (error) {
       const kind = error instanceof ConnectorError ? error.kind : 'error';
       metrics.connectorDuration.observe({ outcome: kind }, (performance.now() - started) / 1000);
       metrics.connectorErrors.inc({ kind });
-      log.warn({ connectorFailure: kind, status: (error as { message?: string }).message }, 'card forward failed; idempotency key released');
+      logger.warn({ connectorFailure: kind, correlationId: input.correlationId }, 'card forward failed; idempotency key released');
+      const now = clock.now();
       try {
-        await store.idempotency.release(recordKey, owner);
+        await store.idempotency.release(recordKey, { owner, now, keepUntil: now + settings.cards.idempotencyTtlSeconds * 1000 });
       } catch {
-        // The store is gone too: the claim's lease runs out and the key frees itself.
+        // The store is gone too: it releases the claim itself once it answers again.
       }
-      throw kind === 'timeout' ? errors.gatewayTimeout(error) : errors.badGateway(error);
+      if (kind === 'timeout') throw errors.connectorTimeout(error);
+      if (kind === 'invalid_answer') throw errors.connectorInvalidAnswer(error);
+      throw errors.connectorUnavailable(error);
     }
   }
+}
+
+/** The connector failure kind behind a 502/504, for the audit line; undefined for other errors. */
+export function connectorFailureOf(error: unknown): string | undefined {
+  if (!(error instanceof GatewayError)) return undefined;
+  const cause = error.cause;
+  return cause instanceof ConnectorError ? cause.kind : undefined;
 }

@@ -1,12 +1,21 @@
 import { createHash } from 'node:crypto';
 
+/** The value as JSON with object members in key order, built in one string (no intermediate arrays). */
 function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value as Record<string, unknown>)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let i = 0; i < value.length; i += 1) text += (i === 0 ? '' : ',') + canonical(value[i]);
+    return `${text}]`;
+  }
+  if (value !== null && typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record).sort();
+    let text = '{';
+    for (let i = 0; i < keys.length; i += 1) {
+      const key = keys[i]!;
+      text += `${i === 0 ? '' : ','}${JSON.stringify(key)}:${canonical(record[key])}`;
+    }
+    return `${text}}`;
   }
   return JSON.stringify(value);
 }

@@ -1,12 +1,24 @@
-import type { FieldProblem } from '../edge/errors.js';
+import type { FieldProblem } from '../foundation/errors.js';
 import type { CardRequest } from './card-schemas.js';
 import { ISO_4217_CODES } from './iso-4217.js';
 import { applyTolerance } from './tolerance.js';
 
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const digits = (text: string, from: number, length: number): number => Number(text.slice(from, from + length));
+
+/**
+ * A real calendar instant: the schema's pattern already guaranteed the shape
+ * `YYYY-MM-DDTHH:MM:SS[.fff]Z`; here month, day (leap years included), hour, minute and second
+ * must exist. Arithmetic, not Date.parse, which would roll 2026-02-30 over to March.
+ */
 function isCalendarValid(timestamp: string): boolean {
-  const ms = Date.parse(timestamp);
-  // Date.parse rolls 2026-02-30 over to March; comparing the date part catches that.
-  return Number.isFinite(ms) && new Date(ms).toISOString().slice(0, 10) === timestamp.slice(0, 10) && Number(timestamp.slice(11, 13)) < 24;
+  const year = digits(timestamp, 0, 4);
+  const month = digits(timestamp, 5, 2);
+  const day = digits(timestamp, 8, 2);
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const daysInMonth = month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!;
+  return day <= daysInMonth && digits(timestamp, 11, 2) < 24 && digits(timestamp, 14, 2) < 60 && digits(timestamp, 17, 2) < 60;
 }
 
 /**

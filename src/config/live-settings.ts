@@ -1,5 +1,5 @@
-import type { CredentialDirectory } from '../auth/credentials.js';
-import type { AddressRanges } from '../edge/address-ranges.js';
+import type { CredentialDirectory } from './credentials-file.js';
+import type { AddressRanges } from '../foundation/address-ranges.js';
 import type { GatewayConfig } from './load-config.js';
 
 /** The parts of the config that a reload (SIGHUP, D22) replaces while the gateway runs. */

@@ -30,7 +30,14 @@ export async function ensureLocalSecrets(dir: string): Promise<string[]> {
       notAfterDate: new Date(Date.now() + 365 * 24 * 3600 * 1000),
       extensions: [
         { name: 'basicConstraints', cA: false },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 2, value: 'localhost' },
+            { type: 7, ip: '127.0.0.1' },
+            { type: 7, ip: '::1' },
+          ],
+        },
       ],
     });
     await writeFile(join(dir, 'tls.crt'), pems.cert, { mode: 0o600 });

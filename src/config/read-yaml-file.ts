@@ -7,7 +7,8 @@ export async function readYamlFile(file: string): Promise<unknown> {
   try {
     return parseYaml(await readFile(file, 'utf8'));
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : `cannot be read or parsed (${(error as Error).message.split('\n')[0]})`;
+    const reason =
+      (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : `cannot be read or parsed (${(error as Error).message.split('\n')[0]})`;
     throw new ConfigError([`${file}: (top level): ${reason}`]);
   }
 }

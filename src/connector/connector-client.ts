@@ -1,8 +1,10 @@
-import replyFrom from '@fastify/reply-from';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
+import { deadlineSignal } from '../foundation/deadline.js';
 import type { GatewayConfig } from '../config/load-config.js';
-import type { ReadinessProbe } from '../observability/admin-server.js';
+import { CONNECTOR_HEADERS, CONNECTOR_PATHS, parseConnectorCard, type ConnectorCard, type ConnectorCardRequest } from './connector-contract.js';
+
+export type { ConnectorCardRequest } from './connector-contract.js';
 
 /** How a forward failed; D19 maps `timeout` to 504 and every other kind to 502. */
 export type ConnectorFailureKind = 'refused' | 'reset' | 'timeout' | 'status' | 'invalid_answer' | 'error';
@@ -17,133 +19,147 @@ export class ConnectorError extends Error {
   }
 }
 
-/** The body sent to `POST {connectorUrl}/v1/cards` (the connector contract). */
-export interface ConnectorCardRequest {
-  requestId: string;
-  issuingAccount: string;
-  requestedCardLimit: number;
-  cardLimit: number;
-  currency: string;
-  config: Record<string, unknown>;
-  metadata: Record<string, string>;
+/** A card the connector answered with: created now (201), or its own replay of the key (200). */
+export interface ConnectorReply {
+  card: ConnectorCard;
+  replayed: boolean;
 }
 
-export interface ConnectorAnswer {
-  status: number;
-  body: string;
+/** The port the card service forwards through; built once per gateway. */
+export interface ConnectorClient {
+  /** Sends one card creation; rejects with ConnectorError. Never retried (a POST). */
+  createCard(payload: ConnectorCardRequest, meta: { idempotencyKey: string; correlationId: string }): Promise<ConnectorReply>;
+  /** Resolves while `GET /health` answers 200 within a second and the pool can take work. */
+  health(): Promise<void>;
+  /** Requests in progress and requests waiting for a connection. */
+  poolLoad(): { inFlight: number; queued: number };
+  close(): Promise<void>;
 }
 
 type ConnectorSettings = GatewayConfig['connector'];
 
-function undiciOptions(settings: ConnectorSettings) {
-  return {
+function classify(error: unknown): ConnectorError {
+  if (error instanceof ConnectorError) return error;
+  const { code, name } = error as { code?: string; name?: string };
+  if (
+    name === 'TimeoutError' ||
+    name === 'AbortError' ||
+    code === 'UND_ERR_ABORTED' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
+    return new ConnectorError('timeout', { cause: error });
+  }
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ConnectorError('refused', { cause: error });
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED' || code === 'EPIPE') return new ConnectorError('reset', { cause: error });
+  return new ConnectorError('error', { cause: error });
+}
+
+/**
+ * Reads a body to its end, refusing more than `limit` bytes (the connector is not trusted to be
+ * small). Event-based rather than an async iterator: one allocation fewer per chunk on the
+ * path every card takes.
+ */
+function readCapped(body: Readable, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    body.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        body.destroy();
+        reject(new ConnectorError('invalid_answer'));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    body.once('end', () => resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8')));
+    body.once('error', reject);
+  });
+}
+
+/**
+ * The connector client on an undici pool (a forward whose answer must be checked,
+ * stored and masked is an HTTP client call, not a proxy). Every request has one total deadline,
+ * `connector.timeoutMs`, covering connect, headers and the whole body: when it passes the
+ * request is aborted, which destroys its socket, so a connector that answers a byte at a time
+ * cannot keep the pool's connections after the gateway gave up (they would otherwise turn every
+ * later card into a 504). The request is built only from the contract: the path `/v1/cards`,
+ * never the client's URL or query, and the contract's headers, never the client's.
+ */
+export function createConnectorClient(settings: ConnectorSettings): ConnectorClient {
+  const pool = new Pool(settings.url, {
     connections: settings.connections,
     pipelining: 1,
     keepAliveTimeout: 30_000,
-    headersTimeout: settings.timeoutMs,
-    bodyTimeout: settings.timeoutMs,
+    // Backstops: each request's own deadline (below) decides first.
+    headersTimeout: settings.timeoutMs + 1000,
+    bodyTimeout: settings.timeoutMs + 1000,
     connect: {
-      // reply-from's defaults set tls.rejectUnauthorized = false (getUndiciOptions), which
-      // would trust any connector certificate; undici lets `connect` override `tls`.
+      // Always verify the connector's certificate (against connector.tls.ca or the system CAs).
       rejectUnauthorized: true,
       timeout: Math.min(settings.timeoutMs, 5000),
       ...(settings.tls?.ca && { ca: settings.tls.ca }),
       ...(settings.tls?.cert && { cert: settings.tls.cert }),
       ...(settings.tls?.key && { key: settings.tls.key }),
     },
-  };
-}
-
-/**
- * Registers @fastify/reply-from for the connector in `scope`: keep-alive pool, explicit
- * timeout, optional mutual TLS, and no retries (a POST is never retried; the idempotency key
- * makes the client's own retry safe instead).
- */
-export async function registerConnectorForwarding(scope: FastifyInstance, settings: ConnectorSettings): Promise<void> {
-  await scope.register(replyFrom, {
-    base: settings.url,
-    undici: undiciOptions(settings),
-    disableRequestLogging: true,
-    retryMethods: [],
-    maxRetriesOn503: 0,
   });
-}
-
-function classify(error: unknown): ConnectorError {
-  const code = (error as { code?: string }).code;
-  const causeCode = ((error as { cause?: { code?: string } }).cause ?? {}).code;
-  if (code === 'FST_REPLY_FROM_GATEWAY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || causeCode === 'UND_ERR_HEADERS_TIMEOUT' || causeCode === 'UND_ERR_BODY_TIMEOUT') {
-    return new ConnectorError('timeout', { cause: error });
-  }
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || causeCode === 'ECONNRESET' || causeCode === 'UND_ERR_SOCKET') return new ConnectorError('reset', { cause: error });
-  if (causeCode === 'ECONNREFUSED' || code === 'FST_REPLY_FROM_SERVICE_UNAVAILABLE' || causeCode === 'ENOTFOUND') return new ConnectorError('refused', { cause: error });
-  return new ConnectorError('error', { cause: error });
-}
-
-/**
- * Sends one card creation to the connector through reply-from and resolves with its status and
- * body, without sending anything to the client: the route validates, stores and masks first.
- * Only the contract's headers go upstream; the client's Authorization never does.
- */
-export function forwardToConnector(
-  reply: FastifyReply,
-  input: { payload: ConnectorCardRequest; idempotencyKey: string; correlationId: string; timeoutMs: number; sharedSecret: string | undefined },
-): Promise<ConnectorAnswer> {
-  return new Promise<ConnectorAnswer>((resolve, reject) => {
-    let settled = false;
-    const settle = (outcome: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(guard);
-      outcome();
-    };
-    // reply-from drops the answer silently if the client went away meanwhile; never wait forever.
-    const guard = setTimeout(() => settle(() => reject(new ConnectorError('timeout'))), input.timeoutMs + 1000);
-    reply.from('/v1/cards', {
-      method: 'POST',
-      body: JSON.stringify(input.payload),
-      contentType: 'application/json',
-      timeout: input.timeoutMs,
-      rewriteRequestHeaders: (_request, headers) => ({
-        host: headers['host'],
-        'content-type': 'application/json',
-        'content-length': headers['content-length'],
-        accept: 'application/json',
-        'idempotency-key': input.idempotencyKey,
-        'x-correlation-id': input.correlationId,
-        ...(input.sharedSecret !== undefined && { 'x-gateway-secret': input.sharedSecret }),
-      }),
-      // Nothing of the connector's answer reaches the client as is.
-      rewriteHeaders: () => ({}),
-      onError: (_reply, { error }) => settle(() => reject(classify(error))),
-      onResponse: (_request, _reply, res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.stream.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > 64 * 1024) {
-            res.stream.destroy();
-            settle(() => reject(new ConnectorError('invalid_answer')));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.stream.on('error', (error: Error) => settle(() => reject(classify(error))));
-        res.stream.on('end', () => settle(() => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') })));
-      },
-    });
+  const headersFor = (body: string, meta: { idempotencyKey: string; correlationId: string }): Record<string, string> => ({
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    accept: 'application/json',
+    [CONNECTOR_HEADERS.idempotencyKey]: meta.idempotencyKey,
+    [CONNECTOR_HEADERS.correlationId]: meta.correlationId,
+    ...(settings.sharedSecret !== undefined && { [CONNECTOR_HEADERS.gatewaySecret]: settings.sharedSecret }),
   });
-}
 
-/** Readiness (D22): the connector's `GET /health` answers 200 within a second. */
-export function connectorHealthProbe(settings: ConnectorSettings): ReadinessProbe & { close(): Promise<void> } {
-  const pool = new Pool(settings.url, { ...undiciOptions(settings), connections: 1, headersTimeout: 1000, bodyTimeout: 1000 });
   return {
-    name: 'connector',
-    async check() {
-      const response = await pool.request({ method: 'GET', path: '/health', headersTimeout: 1000, bodyTimeout: 1000 });
-      await response.body.dump();
-      if (response.statusCode !== 200) throw new Error(`connector health ${response.statusCode}`);
+    async createCard(payload, meta) {
+      const body = JSON.stringify(payload);
+      // One total deadline from the moment the gateway decides to forward (queueing included).
+      const deadline = deadlineSignal(settings.timeoutMs);
+      let text: string;
+      let status: number;
+      try {
+        const response = await pool.request({
+          method: 'POST',
+          path: CONNECTOR_PATHS.createCard,
+          headers: headersFor(body, meta),
+          body,
+          signal: deadline.signal,
+        });
+        status = response.statusCode;
+        text = await readCapped(response.body, settings.maxAnswerBytes);
+      } catch (error) {
+        throw classify(deadline.signal.aborted ? Object.assign(new Error('connector deadline passed'), { name: 'TimeoutError', cause: error }) : error);
+      } finally {
+        deadline.clear();
+      }
+      if (status !== 200 && status !== 201) throw new ConnectorError('status', { status });
+      const replayed = status === 200;
+      // A replay (200) is the card the connector made for this key earlier, possibly from a
+      // different payload (D31): its shape is checked, not that it matches this request.
+      const card = parseConnectorCard(text, replayed ? undefined : { cardLimit: payload.cardLimit, currency: payload.currency });
+      if (!card) throw new ConnectorError('invalid_answer', { status });
+      return { card, replayed };
+    },
+    async health() {
+      const stats = pool.stats;
+      // Every connection busy and requests queued: new cards would only wait (readiness says so).
+      if (stats.queued > 0) throw Object.assign(new Error('connector pool saturated'), { state: 'saturated' });
+      const deadline = deadlineSignal(1000);
+      try {
+        const response = await pool.request({ method: 'GET', path: CONNECTOR_PATHS.health, signal: deadline.signal });
+        await response.body.dump();
+        if (response.statusCode !== 200) throw new Error(`connector health ${response.statusCode}`);
+      } finally {
+        deadline.clear();
+      }
+    },
+    poolLoad() {
+      const stats = pool.stats;
+      return { inFlight: stats.running + stats.pending, queued: stats.queued };
     },
     close: () => pool.close(),
   };

@@ -1,21 +1,26 @@
 import type { FastifyInstance } from 'fastify';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../foundation/clock.js';
 import type { LiveSettings } from '../config/live-settings.js';
 import type { AuditSink } from '../observability/audit.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
-import { normaliseAddress } from './address-ranges.js';
+import type { OutcomeRecorder } from '../observability/outcomes.js';
+import { resolveClientOrigin } from './client-origin.js';
 import { sendError } from './error-handler.js';
-import { errors } from './errors.js';
-
-/** A token-bearing query parameter, or a JWT anywhere in the URL (D12: refused, never used). */
-const TOKEN_IN_URL = /[?&](access_token|accessToken|token|id_token|idToken|refresh_token|refreshToken)=|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\./;
+import { errors } from '../foundation/errors.js';
+import { MAX_URL_BYTES, urlCarriesToken } from './url-checks.js';
 
 /**
- * The first hooks of every request, before routing decisions, body parsing or anything that
- * costs: the correlation id, the client address, the allowlist (D10) and HTTPS-only (D9).
+ * The first hook of every request, before body parsing or anything that costs: the correlation
+ * id, the client address (D10), the allowlist, HTTPS-only (D9), the Host header, the URL's
+ * length (D25) and tokens in the URL (D12, D30), and the audit trail's health for routes that
+ * must be audited (D26). Refusals that come before any credential is known are audited in
+ * per-minute summaries (D25, D34).
  */
-export function installEdgeGuards(app: FastifyInstance, deps: { live: LiveSettings; clock: Clock; audit: AuditSink; metrics: GatewayMetrics }): void {
-  const { live, clock, audit, metrics } = deps;
+export function installEdgeGuards(
+  app: FastifyInstance,
+  deps: { live: LiveSettings; clock: Clock; audit: AuditSink; outcomes: OutcomeRecorder; metrics: GatewayMetrics },
+): void {
+  const { live, clock, audit, outcomes, metrics } = deps;
   app.decorateRequest('clientAddress', '');
   app.decorateRequest('principal', undefined);
   // Set when close() starts: requests that arrive on kept-alive sockets while in-flight ones
@@ -34,9 +39,11 @@ export function installEdgeGuards(app: FastifyInstance, deps: { live: LiveSettin
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-correlation-id', request.id);
-    // request.ip already applied the trusted-proxy rule; normalise once so that the
-    // allowlist, the limiters and the audit all see one spelling of the address.
-    const clientAddress = normaliseAddress(request.ip) ?? request.ip;
+    const socket = request.raw.socket;
+    const current = live.current;
+    const origin = resolveClientOrigin(socket.remoteAddress, (socket as { encrypted?: boolean }).encrypted === true, request.headers, current.trustedProxies);
+    // An unknown address (a trusted proxy reporting `127.1`) is audited under the proxy's.
+    const clientAddress = origin.address ?? socket.remoteAddress ?? '';
     request.clientAddress = clientAddress;
 
     if (draining) {
@@ -44,31 +51,40 @@ export function installEdgeGuards(app: FastifyInstance, deps: { live: LiveSettin
       sendError(reply, errors.shuttingDown(), clock);
       return;
     }
-    if (!live.current.allowlist.contains(clientAddress)) {
-      metrics.accessDenied.inc({ reason: 'allowlist' });
-      audit.record({ event: 'access.denied', correlationId: request.id, clientAddress, outcome: 'denied', reason: 'allowlist' });
+    const context = { correlationId: request.id, clientAddress };
+    if (origin.address === undefined || !current.allowlist.contains(origin.address)) {
+      outcomes.record({ name: 'edge.refused', reason: origin.address === undefined ? 'address_malformed' : 'allowlist' }, context);
       reply.header('connection', 'close');
       sendError(reply, errors.addressNotAllowed(), clock);
       return;
     }
-    // request.protocol believes X-Forwarded-Proto only from a trusted proxy (trustProxy fn).
-    if (request.protocol !== 'https') {
-      metrics.accessDenied.inc({ reason: 'plain_http' });
+    if (!origin.https) {
+      outcomes.record({ name: 'edge.refused', reason: 'plain_http' }, context);
       // The body is never read: close the connection rather than drain it.
       reply.header('connection', 'close');
       sendError(reply, errors.httpsRequired(), clock);
       return;
     }
-    if (TOKEN_IN_URL.test(request.url)) {
-      metrics.accessDenied.inc({ reason: 'token_in_url' });
-      sendError(reply, errors.authenticationFailed('Tokens are not accepted in the URL'), clock);
+    if (request.headers.host === undefined && request.raw.httpVersionMinor >= 1) {
+      reply.header('connection', 'close');
+      sendError(reply, errors.malformedRequest('Host header is required'), clock);
+      return;
+    }
+    if (request.url.length > MAX_URL_BYTES) {
+      reply.header('connection', 'close');
+      sendError(reply, errors.urlTooLong(), clock);
+      return;
+    }
+    if (urlCarriesToken(request.url)) {
+      outcomes.record({ name: 'edge.refused', reason: 'token_in_url' }, context);
+      sendError(reply, errors.tokenInUrl(), clock);
+      return;
+    }
+    if (request.routeOptions.config.policy?.audited === true && !audit.writable) {
+      metrics.auditRefusals.inc();
+      sendError(reply, errors.auditUnavailable(), clock);
       return;
     }
     done();
   });
-}
-
-/** Fastify's trustProxy as a function of the live settings, so a reload can change proxies. */
-export function trustProxyFromLive(live: LiveSettings): (address: string, hop: number) => boolean {
-  return (address) => live.current.trustedProxies.contains(address);
 }

@@ -1,10 +1,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../foundation/clock.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { fieldPath } from '../config/config-error.js';
-import { maskPan } from '../cards/mask-card.js';
+import { maskPan } from '../foundation/masking.js';
 import { StoreUnavailableError } from '../store/store-types.js';
-import { errors, GatewayError, toEnvelope, type FieldProblem } from './errors.js';
+import { bearerChallenge, errors, GatewayError, toEnvelope, type FieldProblem } from '../foundation/errors.js';
+import { StrictJsonError } from './strict-json.js';
 
 interface AjvLikeError {
   instancePath?: string;
@@ -25,7 +26,7 @@ export function validationFields(validation: readonly AjvLikeError[], context: s
     let message = error.message ?? 'is invalid';
     if (error.keyword === 'additionalProperties') {
       pointer = `${pointer}/${String(error.params?.['additionalProperty'])}`;
-      message = 'is not a known field';
+      message = context === 'querystring' ? 'is not a known parameter' : 'is not a known field';
     } else if (error.keyword === 'required') {
       pointer = `${pointer}/${String(error.params?.['missingProperty'])}`;
       message = 'is required';
@@ -46,10 +47,14 @@ export function validationFields(validation: readonly AjvLikeError[], context: s
   return fields;
 }
 
+/** A client's member name used as a card number is masked like a PAN in error details (D18). */
+const maskField = (field: FieldProblem): FieldProblem => ({ path: field.path.replace(CARD_NUMBER_LIKE, maskPan), message: field.message });
+
 /** Maps anything thrown on a request to a public GatewayError; library errors by their `code`. */
 export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   if (error instanceof StoreUnavailableError) return errors.storeUnavailable(error);
+  if (error instanceof StrictJsonError) return errors.validation(error.fields.map(maskField));
   const fastifyError = error as Partial<FastifyError> & { validation?: AjvLikeError[]; validationContext?: string };
   if (Array.isArray(fastifyError.validation)) return errors.validation(validationFields(fastifyError.validation, fastifyError.validationContext));
   switch (fastifyError.code) {
@@ -63,20 +68,28 @@ export function toGatewayError(error: unknown): GatewayError {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return errors.malformedJson();
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return errors.badRequest('Content-Length does not match the body');
+      return errors.malformedRequest('Content-Length does not match the body');
     default:
       break;
   }
   // Every JSON failure, prototype keys included, arrives as FST_ERR_CTP_INVALID_JSON_BODY above.
-  if (fastifyError.statusCode === 400) return errors.badRequest('Bad request');
+  if (fastifyError.statusCode === 400) return errors.malformedRequest('Bad request');
   if (fastifyError.statusCode === 404) return errors.notFound();
   if (fastifyError.statusCode === 413) return errors.bodyTooLarge();
   if (fastifyError.statusCode === 415) return errors.unsupportedMediaType();
   return errors.internal(error);
 }
 
+/**
+ * Writes the envelope with the error's status and headers: `Retry-After` when it has one, and on
+ * every 401 the `WWW-Authenticate: Bearer` challenge its code calls for (RFC 6750, D36).
+ */
 export function sendError(reply: FastifyReply, error: GatewayError, clock: Clock): FastifyReply {
   reply.code(error.status);
+  if (error.status === 401) {
+    const challenge = bearerChallenge(error.code);
+    if (challenge !== undefined) reply.header('www-authenticate', challenge);
+  }
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
   return reply.type('application/json; charset=utf-8').send(toEnvelope(error, reply.request.id, clock.now()));
@@ -89,10 +102,19 @@ export function sendError(reply: FastifyReply, error: GatewayError, clock: Clock
 export function installErrorHandler(app: FastifyInstance, clock: Clock, metrics: GatewayMetrics): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = toGatewayError(error);
-    if (mapped.code === 'STORE_UNAVAILABLE') metrics.storeUnavailable.inc();
-    if (mapped.status >= 500) {
+    // Store outages are counted, not logged per request: one line per change of the store's
+    // state comes from the store monitor. Upstream failures are logged where they happen.
+    if (mapped.code === 'store_unavailable') metrics.storeUnavailable.inc();
+    if (mapped.code === 'internal_error' || mapped.code === 'record_unreadable') {
       const cause = mapped === error ? mapped.cause : error;
-      request.log.error({ err: cause instanceof Error ? { type: cause.name, message: cause.message, code: (cause as { code?: unknown }).code, stack: cause.stack } : undefined, code: mapped.code }, 'request failed');
+      request.log.error(
+        {
+          correlationId: request.id,
+          err: cause instanceof Error ? { type: cause.name, message: cause.message, code: (cause as { code?: unknown }).code, stack: cause.stack } : undefined,
+          code: mapped.code,
+        },
+        'request failed',
+      );
     }
     return sendError(reply, mapped, clock);
   });

@@ -1,9 +1,9 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../foundation/clock.js';
 import type { LiveSettings } from '../config/live-settings.js';
-import { normaliseAddress } from './address-ranges.js';
+import { normaliseAddress } from '../foundation/address-ranges.js';
 import { sendError } from './error-handler.js';
-import { errors } from './errors.js';
+import { errors } from '../foundation/errors.js';
 
 /**
  * Fastify's `frameworkErrors`: a URL it cannot decode (`/%zz`, FST_ERR_BAD_URL) is answered
@@ -32,6 +32,6 @@ export function createFrameworkErrorHandler(deps: { live: LiveSettings; clock: C
         return;
       }
     }
-    sendError(reply, errors.badRequest('Request URL is malformed'), clock);
+    sendError(reply, errors.malformedRequest('Request URL is malformed'), clock);
   };
 }

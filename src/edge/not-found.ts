@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../foundation/clock.js';
 import { sendError } from './error-handler.js';
-import { errors } from './errors.js';
+import { errors } from '../foundation/errors.js';
 
 /**
  * Fastify answers a wrong method on a known path with 404; D20 wants 405 with `Allow`. Routes

@@ -1,4 +1,36 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Label values known in advance: their series exist at 0 from the start, so a dashboard sees 0 rather than nothing after a restart. */
+const KNOWN = {
+  accessDenied: [
+    'allowlist',
+    'address_malformed',
+    'plain_http',
+    'token_missing',
+    'malformed_authorization',
+    'token_invalid',
+    'token_expired',
+    'token_in_url',
+    'unknown_credential',
+    'inactive',
+    'address',
+    'permission',
+    'reveal_not_creator',
+  ],
+  tokenFailures: ['token_missing', 'malformed_authorization', 'token_invalid', 'token_expired', 'token_in_url'],
+  logins: ['succeeded', 'failed', 'rate_limited', 'locked_out'],
+  refreshes: ['succeeded', 'rate_limited', 'unknown', 'mismatch', 'revoked', 'expired', 'reuse'],
+  logouts: ['succeeded', 'failed'],
+  rateLimited: ['login', 'login_address', 'refresh', 'login_lockout'],
+  connectorOutcomes: ['ok', 'refused', 'reset', 'timeout', 'status', 'invalid_answer', 'error'],
+  connectorErrors: ['refused', 'reset', 'timeout', 'status', 'invalid_answer', 'error'],
+  connectionsRefused: ['connection_cap', 'outsider_cap'],
+  clientErrors: ['malformed', 'headers_too_large', 'timeout', 'tls'],
+  configReloads: ['success', 'failure'],
+  storeOperations: ['reserve', 'complete', 'release', 'peek', 'rotate', 'revoke', 'create_family', 'limiter', 'lockout', 'ping'],
+} as const;
+
+export type StoreOperation = (typeof KNOWN.storeOperations)[number];
 
 /**
  * Every metric of one gateway instance, on its own registry so that several instances in one
@@ -7,9 +39,11 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
+  readonly buildInfo: Gauge<'version' | 'commit'>;
   readonly httpRequests: Counter<'method' | 'route' | 'status_code'>;
   readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   readonly accessDenied: Counter<'reason'>;
+  readonly tokenFailures: Counter<'reason'>;
   readonly logins: Counter<'outcome'>;
   readonly refreshes: Counter<'outcome'>;
   readonly logouts: Counter<'outcome'>;
@@ -18,19 +52,59 @@ export class GatewayMetrics {
   readonly cardsCreated: Counter;
   readonly cardReplays: Counter;
   readonly cardReveals: Counter;
+  readonly idempotencyConflicts: Counter;
+  readonly idempotencyPayloadMismatches: Counter;
   readonly connectorDuration: Histogram<'outcome'>;
   readonly connectorErrors: Counter<'kind'>;
   readonly storeUnavailable: Counter;
+  readonly storeCommandDuration: Histogram<'operation'>;
+  readonly connectionsOpen: Gauge;
+  readonly connectionsRefused: Counter<'reason'>;
+  readonly clientErrors: Counter<'kind'>;
+  readonly auditWritable: Gauge;
+  readonly auditWriteFailures: Counter;
+  readonly auditRefusals: Counter;
+  readonly auditLinesDropped: Counter;
+  readonly logLinesDropped: Counter;
+  readonly passwordHashBusy: Counter;
+  readonly connectorPoolInFlight: Gauge;
+  readonly connectorPoolQueued: Gauge;
+  readonly connectorPoolSaturated: Gauge;
+  readonly idempotencyWaiters: Gauge;
+  readonly idempotencyWaitersRefused: Counter;
+  readonly configReloads: Counter<'outcome'>;
+  readonly tlsCertificateExpiry: Gauge;
+  /** Read at scrape time; set by whoever owns the value (the log destination, the connector pool). */
+  readonly #sources: { logLinesDropped?: () => number; connectorPool?: () => { inFlight: number; queued: number } } = {};
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
-    this.httpRequests = new Counter({
-      name: 'gateway_http_requests_total',
-      help: 'Requests answered by the public listener, by route template and status.',
-      labelNames: ['method', 'route', 'status_code'],
+    const sources = this.#sources;
+    if (options.defaultMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry });
+      // prom-client names three gauges `*_total`, a suffix Prometheus keeps for counters
+      // (`promtool check metrics` flags them); `nodejs_active_handles`, `_requests` and
+      // `_resources` (by type) carry the same information under correct names.
+      for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+        this.registry.removeSingleMetric(name);
+    }
+    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = [], known: readonly string[] = []) => {
+      const metric = new Counter<L>({ name, help, labelNames: [...labelNames], registers });
+      for (const value of known) metric.inc({ [labelNames[0]!]: value } as Partial<Record<L, string>>, 0);
+      return metric;
+    };
+
+    this.buildInfo = new Gauge({
+      name: 'gateway_build_info',
+      help: 'Always 1; the labels name the running version and commit.',
+      labelNames: ['version', 'commit'],
       registers,
     });
+    this.httpRequests = counter('gateway_http_requests_total', 'Requests answered by the public listener, by route template and status.', [
+      'method',
+      'route',
+      'status_code',
+    ]);
     this.httpDuration = new Histogram({
       name: 'gateway_http_request_duration_seconds',
       help: 'Time from request start to response end on the public listener.',
@@ -38,23 +112,141 @@ export class GatewayMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
-    this.accessDenied = new Counter({ name: 'gateway_access_denied_total', help: 'Requests refused by the edge: allowlist, plain HTTP, credential address ranges, permissions, inactive credentials.', labelNames: ['reason'], registers });
-    this.logins = new Counter({ name: 'gateway_logins_total', help: 'Login attempts by outcome.', labelNames: ['outcome'], registers });
-    this.refreshes = new Counter({ name: 'gateway_refreshes_total', help: 'Refresh attempts by outcome.', labelNames: ['outcome'], registers });
-    this.logouts = new Counter({ name: 'gateway_logouts_total', help: 'Logout attempts by outcome.', labelNames: ['outcome'], registers });
-    this.rateLimited = new Counter({ name: 'gateway_rate_limited_total', help: 'Requests refused with 429, by limiter.', labelNames: ['limiter'], registers });
-    this.reuseDetected = new Counter({ name: 'gateway_refresh_reuse_detected_total', help: 'Refresh tokens presented after their grace; each revoked a family (D5).', registers });
-    this.cardsCreated = new Counter({ name: 'gateway_cards_created_total', help: 'Cards created at the connector.', registers });
-    this.cardReplays = new Counter({ name: 'gateway_card_replays_total', help: 'Card creations answered from the idempotency record.', registers });
-    this.cardReveals = new Counter({ name: 'gateway_card_reveals_total', help: 'Responses that carried full card details (D18).', registers });
+    this.accessDenied = counter(
+      'gateway_access_denied_total',
+      'Requests refused: allowlist, plain HTTP, tokens, credential address ranges, permissions, inactive credentials.',
+      ['reason'],
+      KNOWN.accessDenied,
+    );
+    this.tokenFailures = counter('gateway_token_failures_total', 'Failed bearer authentications, by reason (D34).', ['reason'], KNOWN.tokenFailures);
+    this.logins = counter('gateway_logins_total', 'Login attempts by outcome.', ['outcome'], KNOWN.logins);
+    this.refreshes = counter('gateway_refreshes_total', 'Refresh attempts by outcome.', ['outcome'], KNOWN.refreshes);
+    this.logouts = counter('gateway_logouts_total', 'Logout attempts by outcome.', ['outcome'], KNOWN.logouts);
+    this.rateLimited = counter('gateway_rate_limited_total', 'Requests refused with 429, by limiter.', ['limiter'], KNOWN.rateLimited);
+    this.reuseDetected = counter('gateway_refresh_reuse_detected_total', 'Refresh tokens presented after their grace; each revoked a family (D5).');
+    this.cardsCreated = counter('gateway_cards_created_total', 'Cards created at the connector.');
+    this.cardReplays = counter('gateway_card_replays_total', 'Card creations answered from the idempotency record.');
+    this.cardReveals = counter('gateway_card_reveals_total', 'Responses that carried full card details (D18).');
+    this.idempotencyConflicts = counter(
+      'gateway_idempotency_conflicts_total',
+      'Card creations answered 409 because a duplicate of the requestId was still in progress.',
+    );
+    this.idempotencyPayloadMismatches = counter(
+      'gateway_idempotency_payload_mismatches_total',
+      'Replays whose payload differed from the original request (D16).',
+    );
     this.connectorDuration = new Histogram({
       name: 'gateway_connector_request_duration_seconds',
       help: 'Time spent waiting for the processor-connector, by outcome.',
       labelNames: ['outcome'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 7.5, 10],
       registers,
     });
-    this.connectorErrors = new Counter({ name: 'gateway_connector_errors_total', help: 'Failed forwards to the connector, by kind (refused, reset, timeout, status, invalid_answer).', labelNames: ['kind'], registers });
-    this.storeUnavailable = new Counter({ name: 'gateway_store_unavailable_total', help: 'Requests answered 503 because the shared store did not answer (D23).', registers });
+    for (const outcome of KNOWN.connectorOutcomes) this.connectorDuration.zero({ outcome });
+    this.connectorErrors = counter(
+      'gateway_connector_errors_total',
+      'Failed forwards to the connector, by kind (refused, reset, timeout, status, invalid_answer).',
+      ['kind'],
+      KNOWN.connectorErrors,
+    );
+    this.storeUnavailable = counter('gateway_store_unavailable_total', 'Requests answered 503 because the shared store did not answer (D23).');
+    this.storeCommandDuration = new Histogram({
+      name: 'gateway_store_command_duration_seconds',
+      help: 'Time each store operation took, failures included.',
+      labelNames: ['operation'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers,
+    });
+    for (const operation of KNOWN.storeOperations) this.storeCommandDuration.zero({ operation });
+    this.connectionsOpen = new Gauge({ name: 'gateway_connections_open', help: 'Open connections on the public listeners (D25).', registers });
+    this.connectionsRefused = counter(
+      'gateway_connections_refused_total',
+      'Connections closed at accept: connection_cap (edge.maxConnections) or outsider_cap (edge.maxOutsiderConnections).',
+      ['reason'],
+      KNOWN.connectionsRefused,
+    );
+    this.clientErrors = counter(
+      'gateway_client_errors_total',
+      'Requests the HTTP parser refused, by kind (malformed, headers_too_large, timeout, tls).',
+      ['kind'],
+      KNOWN.clientErrors,
+    );
+    this.auditWritable = new Gauge({
+      name: 'gateway_audit_writable',
+      help: '1 while audit lines can be written; 0 while audited requests answer 503 (D26).',
+      registers,
+    });
+    this.auditWritable.set(1);
+    this.auditWriteFailures = counter('gateway_audit_write_failures_total', 'Times the audit file stopped accepting lines (D26).');
+    this.auditRefusals = counter('gateway_audit_refusals_total', 'Requests answered 503 because the audit trail could not be written (D26).');
+    this.auditLinesDropped = counter(
+      'gateway_audit_lines_dropped_total',
+      'Audit lines dropped because the audit file failed for longer than its buffer lasts.',
+    );
+    this.logLinesDropped = new Counter({
+      name: 'gateway_log_lines_dropped_total',
+      help: 'Log lines dropped because the log sink was broken or too slow (D26).',
+      registers,
+      collect() {
+        // The log destination keeps the count; a scrape copies it.
+        this.reset();
+        this.inc(sources.logLinesDropped?.() ?? 0);
+      },
+    });
+    this.passwordHashBusy = counter('gateway_password_hash_busy_total', 'Logins answered 503 at once because the password-hash capacity was in use (D27).');
+    this.connectorPoolInFlight = new Gauge({
+      name: 'gateway_connector_pool_in_flight',
+      help: 'Requests being sent to or answered by the connector.',
+      registers,
+      collect() {
+        this.set(sources.connectorPool?.().inFlight ?? 0);
+      },
+    });
+    this.connectorPoolQueued = new Gauge({
+      name: 'gateway_connector_pool_queued',
+      help: 'Requests waiting for a free connector connection.',
+      registers,
+      collect() {
+        this.set(sources.connectorPool?.().queued ?? 0);
+      },
+    });
+    this.connectorPoolSaturated = new Gauge({
+      name: 'gateway_connector_pool_saturated',
+      help: '1 while every connector connection is busy and requests queue for one (readiness reports it).',
+      registers,
+      collect() {
+        this.set((sources.connectorPool?.().queued ?? 0) > 0 ? 1 : 0);
+      },
+    });
+    this.idempotencyWaiters = new Gauge({
+      name: 'gateway_idempotency_waiters',
+      help: 'Card requests waiting for a concurrent duplicate to finish.',
+      registers,
+    });
+    this.idempotencyWaitersRefused = counter(
+      'gateway_idempotency_waiters_refused_total',
+      'Duplicates answered 409 at once because cards.maxWaitersPerKey were already waiting.',
+    );
+    this.configReloads = counter(
+      'gateway_config_reloads_total',
+      'Configuration reloads (SIGHUP or a file change), by outcome.',
+      ['outcome'],
+      KNOWN.configReloads,
+    );
+    this.tlsCertificateExpiry = new Gauge({
+      name: 'gateway_tls_certificate_expiry_timestamp_seconds',
+      help: 'When the API listener certificate expires (Unix seconds).',
+      registers,
+    });
+  }
+
+  /** Lets the log destination report its dropped lines at scrape time. */
+  observeLogDrops(source: () => number): void {
+    this.#sources.logLinesDropped = source;
+  }
+
+  /** Lets the connector client report its pool at scrape time. */
+  observeConnectorPool(source: () => { inFlight: number; queued: number }): void {
+    this.#sources.connectorPool = source;
   }
 }

@@ -1,4 +1,5 @@
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterRes } from 'rate-limiter-flexible';
+import type { CardStatus } from '../foundation/card-status.js';
 
 /** The shared store could not be reached in time; rendered as 503 + retryAfter (D23). */
 export class StoreUnavailableError extends Error {
@@ -38,6 +39,8 @@ export interface SessionStore {
 export interface StoredCard {
   /** sha256 of the canonical request body, for the payload-mismatch header (D16). */
   fingerprint: string;
+  /** The credential that created the card: the only one that may reveal it on a replay (D28). */
+  creator: string;
   card: {
     cardId: string;
     maskedPan: string;
@@ -45,7 +48,7 @@ export interface StoredCard {
     maskedCvc?: string;
     expMonth: number;
     expYear: number;
-    status: string;
+    status: CardStatus;
     requestedCardLimit: number;
     cardLimit: number;
     currency: string;
@@ -55,23 +58,40 @@ export interface StoredCard {
   sealedSecrets: string;
 }
 
-export type Reservation =
-  | { state: 'reserved' }
-  | { state: 'completed'; record: StoredCard }
-  | { state: 'pending'; leaseExpiresAt: number };
+/**
+ * The first attempt under a key: what a later attempt needs to know when the connector answers
+ * with the card that attempt may have made (D31): its payload fingerprint, its requested limit
+ * and its credential.
+ */
+export interface ClaimAttempt {
+  fingerprint: string;
+  requestedCardLimit: number;
+  credentialId: string;
+}
 
-/** Card-creation idempotency (D16, D17), keyed by issuing account + requestId. */
+export type Reservation =
+  /**
+   * The key is ours to forward. `previous` is the first attempt of a claim that was released
+   * (its forward failed) or whose gateway died: the connector may already hold its card.
+   */
+  { state: 'reserved'; previous: ClaimAttempt | undefined } | { state: 'completed'; record: StoredCard } | { state: 'pending'; leaseExpiresAt: number };
+
+/** Card-creation idempotency (D16, D17, D31), keyed by issuing account + requestId. */
 export interface IdempotencyStore {
   /**
-   * Atomically claims the key for `owner` unless a live record exists. A pending claim whose
-   * lease has run out (its gateway died) may be taken over.
+   * Atomically claims the key for `owner` unless a live record or claim exists. A released
+   * claim, or a pending one whose lease has run out (its gateway died), may be taken over; the
+   * new claim then carries the first attempt forward.
    */
-  reserve(key: string, input: { owner: string; now: number; leaseMs: number }): Promise<Reservation>;
-  /** Reads without claiming; `reserved` here means "nothing live under this key". */
+  reserve(key: string, input: { owner: string; now: number; leaseMs: number; attempt: ClaimAttempt }): Promise<Reservation>;
+  /** Reads without claiming; `reserved` here means "nothing live under this key, free to claim". */
   peek(key: string, now: number): Promise<Reservation>;
   complete(key: string, input: { owner: string; record: StoredCard; expiresAt: number; now: number }): Promise<void>;
-  /** Releases a pending claim held by `owner` (the forward failed, D17). */
-  release(key: string, owner: string): Promise<void>;
+  /**
+   * Releases a pending claim held by `owner` (the forward failed, D17): the key is free, and
+   * the first attempt is remembered until `keepUntil` (D31).
+   */
+  release(key: string, input: { owner: string; now: number; keepUntil: number }): Promise<void>;
 }
 
 /** Failed-login lockout (D11a). */
@@ -83,19 +103,61 @@ export interface LockoutStore {
   reset(key: string): Promise<void>;
 }
 
+/**
+ * One fixed-window counter (rate-limiter-flexible's contract): `consume` resolves with the
+ * counter's state, rejects with a RateLimiterRes past the limit and with an Error when the
+ * store fails (which callers must never turn into a 429, D23).
+ */
+export interface Limiter {
+  consume(key: string): Promise<RateLimiterRes>;
+}
+
 export interface LimiterOptions {
   keyPrefix: string;
   points: number;
   durationSeconds: number;
 }
 
+export type StoreTopology = 'memory' | 'standalone' | 'sentinel' | 'cluster';
+
+/** What readiness and metrics say about the store (D35): which topology, and can it serve now. */
+export interface StoreDescription {
+  readonly topology: StoreTopology;
+  /** The last health check found every master answering (memory: always). */
+  readonly up: boolean;
+  /** `host:port` of the master(s) serving now: one, or one per Cluster shard; empty for memory. */
+  readonly masters: readonly string[];
+  /** Master changes seen since start (a Sentinel promotion, a Cluster shard's new master). */
+  readonly masterChanges: number;
+  /** Card records stored without the `replicasToAck` acknowledgements they waited for. */
+  readonly unacknowledgedRecords: number;
+  /** Idempotency writes whose outcome is unknown, waiting to be settled (RedisStore repairs). */
+  readonly pendingRepairs: number;
+}
+
+/**
+ * A change worth one log line: the store became unreachable or reachable again, a master
+ * changed, or replicas stopped or resumed acknowledging card records in time. Emitted once per
+ * change, never per request.
+ */
+export type StoreEvent =
+  | { readonly kind: 'down'; readonly reason: string }
+  | { readonly kind: 'up' }
+  | { readonly kind: 'master-changed'; readonly from: string | undefined; readonly to: string; readonly slots?: string }
+  | { readonly kind: 'replicas-behind'; readonly wanted: number; readonly acknowledged: number }
+  | { readonly kind: 'replicas-caught-up' };
+
 /** The shared state of all replicas: one per process, built by createStore(). */
 export interface GatewayStore {
   readonly sessions: SessionStore;
   readonly idempotency: IdempotencyStore;
   readonly lockouts: LockoutStore;
-  createRateLimiter(options: LimiterOptions): RateLimiterAbstract;
+  createRateLimiter(options: LimiterOptions): Limiter;
   /** Rejects with StoreUnavailableError when the store cannot serve (readiness, D22). */
   ping(): Promise<void>;
+  /** The store's topology and state now (cheap, synchronous: metrics read it on every scrape). */
+  describe(): StoreDescription;
+  /** Calls `listener` on every StoreEvent until the returned function is called. */
+  subscribe(listener: (event: StoreEvent) => void): () => void;
   close(): Promise<void>;
 }

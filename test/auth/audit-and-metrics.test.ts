@@ -1,6 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import type { AuditEvent } from '../../src/observability/audit.js';
 import { DEFAULT_CREDENTIALS, PASSWORD, assertNoSecrets, createTestGateway, login, testConfig, type TestGateway } from '../support/gateway-fixture.js';
 import { LOGIN, MINUTE, REFRESH, SECOND, T0, getWhoami, metricValue, postLogin, postLogout, postRefresh, whoamiRoute } from '../support/auth-requests.js';
@@ -27,16 +27,25 @@ describe('audit trail and metrics of authentication', () => {
     return gw.audit.events().filter((event) => event.correlationId === correlationId);
   }
 
-  it('audits login succeeded, failed and rate-limited with the response\'s correlation id', async () => {
+  it("audits login succeeded, failed and rate-limited with the response's correlation id", async () => {
     const gw = await open();
     const succeeded = await postLogin(gw, 'full', PASSWORD);
     expect(succeeded.statusCode).toBe(200);
     expect(auditOf(gw, succeeded)).toEqual([
-      { time: new Date(T0).toISOString(), event: 'login.succeeded', correlationId: succeeded.headers['x-correlation-id'], credential: 'cred-full', clientAddress: '127.0.0.1', outcome: 'success' },
+      {
+        time: new Date(T0).toISOString(),
+        event: 'login.succeeded',
+        correlationId: succeeded.headers['x-correlation-id'],
+        credential: 'cred-full',
+        clientAddress: '127.0.0.1',
+        outcome: 'success',
+      },
     ]);
 
     const wrongPassword = await postLogin(gw, 'full', WRONG_PASSWORD);
-    expect(auditOf(gw, wrongPassword)).toEqual([expect.objectContaining({ event: 'login.failed', credential: 'cred-full', outcome: 'failure', reason: 'wrong_password' })]);
+    expect(auditOf(gw, wrongPassword)).toEqual([
+      expect.objectContaining({ event: 'login.failed', credential: 'cred-full', outcome: 'failure', reason: 'wrong_password' }),
+    ]);
     const unknownUser = await postLogin(gw, 'nobody', WRONG_PASSWORD);
     expect(auditOf(gw, unknownUser)).toEqual([expect.objectContaining({ event: 'login.failed', outcome: 'failure', reason: 'unknown_username' })]);
     expect(auditOf(gw, unknownUser)[0]?.credential).toBeUndefined();
@@ -44,7 +53,9 @@ describe('audit trail and metrics of authentication', () => {
     for (let attempt = 0; attempt < 3; attempt += 1) expect((await postLogin(gw, 'full', WRONG_PASSWORD)).statusCode).toBe(401);
     const limited = await postLogin(gw, 'full', PASSWORD);
     expect(limited.statusCode).toBe(429);
-    expect(auditOf(gw, limited)).toEqual([expect.objectContaining({ event: 'login.rate_limited', outcome: 'denied', reason: 'rate_limit', clientAddress: '127.0.0.1' })]);
+    expect(auditOf(gw, limited)).toEqual([
+      expect.objectContaining({ event: 'login.rate_limited', outcome: 'denied', reason: 'rate_limit', clientAddress: '127.0.0.1' }),
+    ]);
 
     expect(await metricValue(gw, 'gateway_logins_total', { outcome: 'succeeded' })).toBe(1);
     expect(await metricValue(gw, 'gateway_logins_total', { outcome: 'failed' })).toBe(5);
@@ -52,7 +63,7 @@ describe('audit trail and metrics of authentication', () => {
     expect(await metricValue(gw, 'gateway_rate_limited_total', { limiter: 'login' })).toBe(1);
   });
 
-  it('audits refresh succeeded, failed and reuse detected, and logout, with the response\'s correlation id', async () => {
+  it("audits refresh succeeded, failed and reuse detected, and logout, with the response's correlation id", async () => {
     const gw = await open();
     const session = await login(gw);
     const refreshed = await postRefresh(gw, session.accessToken, session.refreshToken);
@@ -67,7 +78,9 @@ describe('audit trail and metrics of authentication', () => {
     gw.clock.advance(MINUTE);
     const reuse = await postRefresh(gw, session.accessToken, session.refreshToken);
     expect(reuse.statusCode).toBe(401);
-    expect(auditOf(gw, reuse)).toEqual([expect.objectContaining({ event: 'refresh.reuse_detected', credential: 'cred-full', outcome: 'denied', reason: 'family_revoked' })]);
+    expect(auditOf(gw, reuse)).toEqual([
+      expect.objectContaining({ event: 'refresh.reuse_detected', credential: 'cred-full', outcome: 'denied', reason: 'family_revoked' }),
+    ]);
     expect(await metricValue(gw, 'gateway_refresh_reuse_detected_total')).toBe(1);
 
     const other = await login(gw);
@@ -85,10 +98,15 @@ describe('audit trail and metrics of authentication', () => {
     expect(await metricValue(gw, 'gateway_logouts_total', { outcome: 'failed' })).toBe(1);
   });
 
-  it('audits access denied to an inactive credential with the response\'s correlation id', async () => {
+  it("audits access denied to an inactive credential with the response's correlation id", async () => {
     const gw = await open();
     const session = await login(gw);
-    gw.gateway.reload(await testConfig({}, DEFAULT_CREDENTIALS.map((c) => (c.id === 'cred-full' ? { ...c, active: false } : c))));
+    gw.gateway.reload(
+      await testConfig(
+        {},
+        DEFAULT_CREDENTIALS.map((c) => (c.id === 'cred-full' ? { ...c, active: false } : c)),
+      ),
+    );
     const denied = await getWhoami(gw, session.accessToken);
     expect(denied.statusCode).toBe(401);
     expect(auditOf(gw, denied)).toEqual([expect.objectContaining({ event: 'access.denied', credential: 'cred-full', outcome: 'denied', reason: 'inactive' })]);
@@ -109,10 +127,20 @@ describe('audit trail and metrics of authentication', () => {
 
     await postLogin(gw, 'full', WRONG_PASSWORD);
     await postLogin(gw, WRONG_PASSWORD, PASSWORD);
-    await gw.inject({ method: 'POST', url: LOGIN, payload: `{"username":"full","password":"${WRONG_PASSWORD}"`, headers: { 'content-type': 'application/json' } });
+    await gw.inject({
+      method: 'POST',
+      url: LOGIN,
+      payload: `{"username":"full","password":"${WRONG_PASSWORD}"`,
+      headers: { 'content-type': 'application/json' },
+    });
     await gw.inject({ method: 'POST', url: LOGIN, payload: { username: 'full', password: PASSWORD, extra: session.refreshToken } });
     await gw.inject({ method: 'POST', url: `${REFRESH}?access_token=${session.accessToken}`, payload: { refreshToken: session.refreshToken } });
-    await gw.inject({ method: 'POST', url: REFRESH, payload: { refreshToken: session.refreshToken }, headers: { authorization: `Basic ${session.accessToken}` } });
+    await gw.inject({
+      method: 'POST',
+      url: REFRESH,
+      payload: { refreshToken: session.refreshToken },
+      headers: { authorization: `Basic ${session.accessToken}` },
+    });
     await postRefresh(gw, `${session.accessToken}x`, session.refreshToken);
     gw.clock.advance(2 * MINUTE);
     await postRefresh(gw, session.accessToken, session.refreshToken); // reuse

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { InjectOptions } from 'fastify';
 import { SignJWT, UnsecuredJWT, exportJWK, importPKCS8, type CryptoKey, type JWTHeaderParameters, type KeyInput } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import { createTestGateway, login, testKeys, type TestGateway } from '../support/gateway-fixture.js';
 import { LOGIN, LOGOUT, REFRESH, RELAXED_LIMITS, T0, T0_SECONDS, expectEnvelope, expectUnauthorized, postRefresh } from '../support/auth-requests.js';
 
@@ -40,9 +40,23 @@ describe('bad input to the authentication endpoints', () => {
   describe('request bodies', () => {
     const loginCases: [string, unknown, { path: string; message: string }[]][] = [
       ['a missing password', { username: 'full' }, [{ path: 'password', message: 'is required' }]],
-      ['both fields missing', {}, [{ path: 'username', message: 'is required' }, { path: 'password', message: 'is required' }]],
+      [
+        'both fields missing',
+        {},
+        [
+          { path: 'username', message: 'is required' },
+          { path: 'password', message: 'is required' },
+        ],
+      ],
       ['an extra field', { username: 'full', password: 'x', remember: true }, [{ path: 'remember', message: 'is not a known field' }]],
-      ['wrongly typed fields', { username: 42, password: ['x'] }, [{ path: 'username', message: 'must be string' }, { path: 'password', message: 'must be string' }]],
+      [
+        'wrongly typed fields',
+        { username: 42, password: ['x'] },
+        [
+          { path: 'username', message: 'must be string' },
+          { path: 'password', message: 'must be string' },
+        ],
+      ],
       ['an empty username', { username: '', password: 'x' }, [{ path: 'username', message: 'must NOT have fewer than 1 characters' }]],
       ['a JSON array', [1, 2], [{ path: '(body)', message: 'must be object' }]],
       ['JSON null', null, [{ path: '(body)', message: 'must be object' }]],
@@ -58,7 +72,9 @@ describe('bad input to the authentication endpoints', () => {
     it('refuses refresh and logout bodies with missing, extra or wrongly typed fields: 400 with details.fields', async () => {
       const bearer = { authorization: `Bearer ${session.accessToken}` };
       for (const url of [REFRESH, LOGOUT]) {
-        expectEnvelope(await gw.inject(json(url, '{}', bearer)), 400, 'Request validation failed', { fields: [{ path: 'refreshToken', message: 'is required' }] });
+        expectEnvelope(await gw.inject(json(url, '{}', bearer)), 400, 'Request validation failed', {
+          fields: [{ path: 'refreshToken', message: 'is required' }],
+        });
         const mixed = await gw.inject(json(url, JSON.stringify({ refreshToken: 5, extra: 'x' }), bearer));
         expectEnvelope(mixed, 400, 'Request validation failed');
         expect(mixed.json<{ details: { fields: unknown[] } }>().details.fields).toEqual(
@@ -73,7 +89,12 @@ describe('bad input to the authentication endpoints', () => {
     it('refuses a non-JSON body with 415 and malformed JSON with 400', async () => {
       const text = await gw.inject({ method: 'POST', url: LOGIN, payload: 'username=full&password=x', headers: { 'content-type': 'text/plain' } });
       expectEnvelope(text, 415, 'Content-Type must be application/json');
-      const form = await gw.inject({ method: 'POST', url: LOGIN, payload: 'username=full&password=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const form = await gw.inject({
+        method: 'POST',
+        url: LOGIN,
+        payload: 'username=full&password=x',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       expectEnvelope(form, 415, 'Content-Type must be application/json');
       expectEnvelope(await gw.inject(json(LOGIN, '{"username": "full", "password":')), 400, 'Request body is not valid JSON');
       expectEnvelope(await gw.inject(json(LOGIN, "{'username': 'full'}")), 400, 'Request body is not valid JSON');
@@ -81,7 +102,9 @@ describe('bad input to the authentication endpoints', () => {
 
     it('refuses an empty body with 400', async () => {
       expectEnvelope(await gw.inject(json(LOGIN, '')), 400, 'Request body is empty');
-      expectEnvelope(await gw.inject({ method: 'POST', url: LOGIN }), 400, 'Request validation failed', { fields: [{ path: '(body)', message: 'must be object' }] });
+      expectEnvelope(await gw.inject({ method: 'POST', url: LOGIN }), 400, 'Request validation failed', {
+        fields: [{ path: '(body)', message: 'must be object' }],
+      });
     });
 
     it('refuses a body over the 16 KiB limit with 413', async () => {
@@ -122,10 +145,17 @@ describe('bad input to the authentication endpoints', () => {
 
     it('refuses a token in the query string with 401, even with a valid header, and does nothing', async () => {
       const before = gw.audit.events().filter((event) => event.event === 'refresh.succeeded').length;
-      for (const url of [`${REFRESH}?access_token=${session.accessToken}`, `${REFRESH}?token=${session.accessToken}`, `${LOGOUT}?refreshToken=${session.refreshToken}`]) {
+      for (const url of [
+        `${REFRESH}?access_token=${session.accessToken}`,
+        `${REFRESH}?token=${session.accessToken}`,
+        `${LOGOUT}?refreshToken=${session.refreshToken}`,
+      ]) {
         expectUnauthorized(await refreshWith(`Bearer ${session.accessToken}`, url), 'Tokens are not accepted in the URL');
       }
-      expectUnauthorized(await gw.inject({ method: 'POST', url: `${REFRESH}?access_token=${session.accessToken}`, payload: { refreshToken: session.refreshToken } }), 'Tokens are not accepted in the URL');
+      expectUnauthorized(
+        await gw.inject({ method: 'POST', url: `${REFRESH}?access_token=${session.accessToken}`, payload: { refreshToken: session.refreshToken } }),
+        'Tokens are not accepted in the URL',
+      );
       expect(gw.audit.events().filter((event) => event.event === 'refresh.succeeded')).toHaveLength(before);
     });
   });
@@ -156,7 +186,7 @@ describe('bad input to the authentication endpoints', () => {
 
     const bearing = async (token: string) => postRefresh(gw, token, session.refreshToken);
 
-    it('accepts the harness\'s own well-formed token (so every refusal below is caused by its one change)', async () => {
+    it("accepts the harness's own well-formed token (so every refusal below is caused by its one change)", async () => {
       expect((await bearing(await forge())).statusCode).toBe(200);
     });
 
@@ -169,7 +199,14 @@ describe('bad input to the authentication endpoints', () => {
     });
 
     it('refuses an unsigned alg:none token, with or without a signature segment', async () => {
-      const unsigned = new UnsecuredJWT({ sub: 'cred-full', iss: 'https://sandbox.test/', aud: 'card-issuing-sandbox', iat: T0_SECONDS, exp: T0_SECONDS + 3600, jti: randomUUID() }).encode();
+      const unsigned = new UnsecuredJWT({
+        sub: 'cred-full',
+        iss: 'https://sandbox.test/',
+        aud: 'card-issuing-sandbox',
+        iat: T0_SECONDS,
+        exp: T0_SECONDS + 3600,
+        jti: randomUUID(),
+      }).encode();
       expect(unsigned.endsWith('.')).toBe(true);
       expectUnauthorized(await bearing(unsigned), MALFORMED_HEADER);
       const withSignature = `${unsigned}${session.accessToken.split('.')[2]}`;

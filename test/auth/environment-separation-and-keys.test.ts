@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT, createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWK } from 'jose';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { createTestGateway, login, testKeys, type RawConfig, type TestGateway } from '../support/gateway-fixture.js';
+import { createTestGateway, login, productionSafeOverrides, testKeys, type RawConfig, type TestGateway } from '../support/gateway-fixture.js';
 import { T0, T0_SECONDS, expectUnauthorized, getWhoami, postRefresh, refreshOk, whoamiRoute } from '../support/auth-requests.js';
 
 /** D8 (environments apart), D1 (unknown keys refused), D24 (rotation and JWKS). */
@@ -14,6 +14,7 @@ describe('environment separation and signing keys', () => {
   let sandboxPublicKeyFile: string;
   let signingKeyFile: string;
   let otherSigningKeyFile: string;
+  let productionShape: RawConfig = {};
   let otherPublicKeyFile: string;
   const opened: TestGateway[] = [];
   const stores: MemoryStore[] = [];
@@ -23,10 +24,13 @@ describe('environment separation and signing keys', () => {
     signingKeyFile = keys.signingKey;
     otherSigningKeyFile = keys.otherSigningKey;
     otherPublicKeyFile = keys.otherPublicKey;
+    productionShape = await productionSafeOverrides();
     // The public half of the sandbox signing key, as an operator would publish it for a rotation.
     const dir = mkdtempSync(join(tmpdir(), 'gw-auth-keys-'));
     sandboxPublicKeyFile = join(dir, 'sandbox-signing.pub');
-    const publicPem = createPublicKey(createPrivateKey(readFileSync(signingKeyFile))).export({ type: 'spki', format: 'pem' }).toString();
+    const publicPem = createPublicKey(createPrivateKey(readFileSync(signingKeyFile)))
+      .export({ type: 'spki', format: 'pem' })
+      .toString();
     writeFileSync(sandboxPublicKeyFile, publicPem, { mode: 0o600 });
   });
 
@@ -37,6 +41,7 @@ describe('environment separation and signing keys', () => {
 
   const sandbox = (): RawConfig => ({});
   const production = (): RawConfig => ({
+    ...productionShape,
     environment: 'production',
     tokens: {
       issuer: 'https://production.test/',
@@ -74,10 +79,13 @@ describe('environment separation and signing keys', () => {
     expect((await getWhoami(prod, prodSession.accessToken)).statusCode).toBe(200);
   });
 
-  it('keeps environments apart by issuer and audience even if one trusted the other\'s key', async () => {
+  it("keeps environments apart by issuer and audience even if one trusted the other's key", async () => {
     const sbx = await open(sandbox());
     // a misconfigured production that lists the sandbox key under the sandbox kid
-    const prod = await open({ ...production(), tokens: { ...(production()['tokens'] as RawConfig), verificationKeys: [{ kid: 'sbx-1', publicKey: { file: sandboxPublicKeyFile } }] } });
+    const prod = await open({
+      ...production(),
+      tokens: { ...(production()['tokens'] as RawConfig), verificationKeys: [{ kid: 'sbx-1', publicKey: { file: sandboxPublicKeyFile } }] },
+    });
     const session = await login(sbx);
     expectUnauthorized(await getWhoami(prod, session.accessToken), 'Access token is invalid');
   });

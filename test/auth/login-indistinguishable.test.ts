@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import { DEFAULT_CREDENTIALS, PASSWORD, createTestGateway, type TestGateway } from '../support/gateway-fixture.js';
 import { RELAXED_LIMITS, T0, expectUnauthorized, postLogin } from '../support/auth-requests.js';
 
@@ -9,7 +9,7 @@ const median = (values: number[]): number => {
 };
 
 /**
- * Spec 4.1 and pitfalls.md (passwords): an unknown username, a wrong password and an inactive
+ * Spec 4.1 and the dummy-hash rule (passwords): an unknown username, a wrong password and an inactive
  * credential give the same answer, and an unknown username costs a real scrypt verification.
  */
 describe('login failures that must look alike', () => {
@@ -37,7 +37,10 @@ describe('login failures that must look alike', () => {
     expect(bodies[1]).toStrictEqual(bodies[0]);
     expect(bodies[2]).toStrictEqual(bodies[0]);
     // the same headers apart from the per-request ones
-    const headerNames = (response: typeof unknown) => Object.keys(response.headers).filter((name) => !['date', 'x-correlation-id', 'ratelimit-remaining', 'ratelimit-reset'].includes(name)).sort();
+    const headerNames = (response: typeof unknown) =>
+      Object.keys(response.headers)
+        .filter((name) => !['date', 'x-correlation-id', 'ratelimit-remaining', 'ratelimit-reset'].includes(name))
+        .sort();
     expect(headerNames(wrongPassword)).toEqual(headerNames(unknown));
     expect(wrongPassword.headers['content-length']).toBe(unknown.headers['content-length']);
   });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
 import { PASSWORD, createTestGateway, login, type RawConfig, type TestGateway } from '../support/gateway-fixture.js';
@@ -72,7 +72,7 @@ for (const [name, make] of factories) {
         }
         const refused = await postLogin(gw, 'nobody-at-all', 'whatever');
         expect(expectRateLimited(refused)).toBe(45);
-        expect(Object.keys(refused.json()).sort()).toEqual(['correlationId', 'details', 'message', 'retryAfter', 'status', 'timestamp']);
+        expect(Object.keys(refused.json()).sort()).toEqual(['code', 'correlationId', 'details', 'message', 'retryAfter', 'status', 'timestamp']);
         expect(rateLimitHeaders(refused)).toEqual({ limit: 5, remaining: 0, reset: 45 });
         expect(await metricValue(gw, 'gateway_rate_limited_total', { limiter: 'login' })).toBe(1);
       });

@@ -1,22 +1,13 @@
 import type { LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { PASSWORD, createTestGateway, login, type TestGateway } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
-import {
-  RELAXED_LIMITS,
-  T0,
-  expectStoreUnavailable,
-  postLogin,
-  postLogout,
-  postRefresh,
-  refreshOk,
-  waitFor,
-} from '../support/auth-requests.js';
+import { RELAXED_LIMITS, T0, expectStoreUnavailable, postLogin, postLogout, postRefresh, refreshOk, waitFor } from '../support/auth-requests.js';
 
 /**
  * D23 against a redis-server of this test's own (the shared one on 6379 is never touched):

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { PASSWORD, createTestGateway, login, testConfig, type RawConfig, type TestGateway } from '../support/gateway-fixture.js';

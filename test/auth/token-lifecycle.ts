@@ -1,6 +1,6 @@
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
 import {
   DEFAULT_CREDENTIALS,
@@ -76,7 +76,14 @@ export function tokenLifecycleSuite(name: string, makeStore: (clock: ManualClock
       it('answers the six session fields: access and ID tokens for 1 h, an opaque refresh token for 24 h', async () => {
         const { gw } = await open();
         const session = await login(gw);
-        expect(Object.keys(session).sort()).toEqual(['accessToken', 'accessTokenExpiresAt', 'idToken', 'idTokenExpiresAt', 'refreshToken', 'refreshTokenExpiresAt']);
+        expect(Object.keys(session).sort()).toEqual([
+          'accessToken',
+          'accessTokenExpiresAt',
+          'idToken',
+          'idTokenExpiresAt',
+          'refreshToken',
+          'refreshTokenExpiresAt',
+        ]);
         expect(session.accessTokenExpiresAt).toBe(T0_SECONDS + 3600);
         expect(session.idTokenExpiresAt).toBe(T0_SECONDS + 3600);
         expect(session.refreshTokenExpiresAt).toBe(T0_SECONDS + DAY_SECONDS);
@@ -192,7 +199,7 @@ export function tokenLifecycleSuite(name: string, makeStore: (clock: ManualClock
         }
       });
 
-      it('revokes only the family of the reused token, not the credential\'s other sessions', async () => {
+      it("revokes only the family of the reused token, not the credential's other sessions", async () => {
         const { gw } = await open({ tolerance: 0 });
         const victim = await login(gw);
         const other = await login(gw);

@@ -1,10 +1,19 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { createRedisClient } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { waitFor } from '../support/auth-requests.js';
-import { connectorStats, createCard, expectCard, expectError, setConnectorMode, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
+import {
+  connectorStats,
+  createCard,
+  expectCard,
+  expectError,
+  setConnectorMode,
+  startCardFixture,
+  validCardBody,
+  type CardFixture,
+} from '../support/card-fixture.js';
 import { createTestRedisStore, requireRedisUrl, type TestRedisStore } from '../support/redis.js';
 
 /**

@@ -1,9 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
 import { metricValue } from '../support/auth-requests.js';
-import { connectorStats, createCard, expectCard, resetConnector, setConnectorMode, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
+import {
+  connectorStats,
+  createCard,
+  expectCard,
+  resetConnector,
+  setConnectorMode,
+  startCardFixture,
+  validCardBody,
+  type CardFixture,
+} from '../support/card-fixture.js';
 
 export interface IdempotencyStoreHandle {
   store: GatewayStore;
@@ -45,7 +54,10 @@ export function cardIdempotencySuite(name: string, makeStore: (clock: ManualCloc
     }
 
     const auditNames = (fixture: CardFixture, cardId: string) =>
-      fixture.gw.audit.lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((event) => event['cardId'] === cardId).map((event) => event['event']);
+      fixture.gw.audit.lines
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((event) => event['cardId'] === cardId)
+        .map((event) => event['event']);
 
     it('answers 201 first, then 201 with Idempotent-Replayed: true and the same card, forwarding once', async () => {
       const fixture = await open();
@@ -76,7 +88,13 @@ export function cardIdempotencySuite(name: string, makeStore: (clock: ManualCloc
       const body = validCardBody({ cardLimit: 10_000 });
       const card = expectCard(await createCard(fixture.gw, token, body));
 
-      const different = await createCard(fixture.gw, token, { ...body, cardLimit: 99_999, currency: 'USD', config: { tolerance: { percentage: 50 } }, metadata: { card_name: 'new' } });
+      const different = await createCard(fixture.gw, token, {
+        ...body,
+        cardLimit: 99_999,
+        currency: 'USD',
+        config: { tolerance: { percentage: 50 } },
+        metadata: { card_name: 'new' },
+      });
       expect(expectCard(different)).toEqual(card);
       expect(card).toMatchObject({ cardLimit: 10_000, requestedCardLimit: 10_000, currency: 'EUR' });
       expect(different.headers['idempotent-replayed']).toBe('true');

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openCardSecrets } from '../../src/cards/card-sealing.js';
+import { CardSealer } from '../../src/cards/card-sealing.js';
 import type { StoredCard } from '../../src/store/store-types.js';
 import { createCard, expectCard, setConnectorMode, startCardFixture, validCardBody, type CardAnswer, type CardFixture } from '../support/card-fixture.js';
 import { createTestRedisStore, keysWithPrefix, type TestRedisStore } from '../support/redis.js';
@@ -131,8 +131,9 @@ describe('no plaintext PAN or CVC anywhere the gateway writes (D18, D21)', () =>
       expect(record.card.maskedPan).toBe(`************${card?.pan.slice(-4)}`);
       expect(record.card.maskedCvc).toBe('***');
       // Sealed under the record key: it opens there, and nowhere else.
-      expect(openCardSecrets(record.sealedSecrets, fixture.gw.config.cards.encryptionKey, recordKey)).toEqual({ pan: card?.pan, cvc: card?.cvc });
-      expect(() => openCardSecrets(record.sealedSecrets, fixture.gw.config.cards.encryptionKey, `acct-uk:${requestId}`)).toThrow();
+      const sealer = new CardSealer(fixture.gw.config.cards.encryptionKey);
+      expect(sealer.open(record.sealedSecrets, recordKey)).toEqual({ pan: card?.pan, cvc: card?.cvc });
+      expect(() => sealer.open(record.sealedSecrets, `acct-uk:${requestId}`)).toThrow();
     }
   });
 });

@@ -1,14 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricValue } from '../support/auth-requests.js';
-import {
-  connectorStats,
-  createCard,
-  expectCard,
-  expectError,
-  startCardFixture,
-  validCardBody,
-  type CardFixture,
-} from '../support/card-fixture.js';
+import { connectorStats, createCard, expectCard, expectError, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
 
 /**
  * D13 and spec 5.7: 401 before anything else (the body is not even read), 403 for a missing
@@ -27,7 +19,9 @@ afterAll(async () => {
 
 const stats = () => connectorStats(fixture.connector);
 const deniedEvents = (correlationId: string | string[] | undefined) =>
-  fixture.gw.audit.lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((event) => event['event'] === 'access.denied' && event['correlationId'] === correlationId);
+  fixture.gw.audit.lines
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((event) => event['event'] === 'access.denied' && event['correlationId'] === correlationId);
 
 describe('403 without the needed permission (D13)', () => {
   it('no-perms gets 403, audited, and the connector sees nothing', async () => {
@@ -90,7 +84,11 @@ describe('401 before anything else (spec 5.3)', () => {
 
   it('another scheme, or a token that is not a JWT, gets 401', async () => {
     const token = await fixture.token('full');
-    expectError(await createCard(fixture.gw, undefined, validCardBody(), undefined, { authorization: `Token ${token}` }), 401, 'Authorization header must be "Bearer <token>"');
+    expectError(
+      await createCard(fixture.gw, undefined, validCardBody(), undefined, { authorization: `Token ${token}` }),
+      401,
+      'Authorization header must be "Bearer <token>"',
+    );
     expectError(await createCard(fixture.gw, 'not-a-jwt', validCardBody()), 401, 'Authorization header must be "Bearer <token>"');
   });
 });
@@ -99,7 +97,11 @@ describe('what reaches the connector (connector contract)', () => {
   it('never the client Authorization header; the Idempotency-Key and the response correlation id', async () => {
     const token = await fixture.token('full');
     const requestId = '0D1F2E3C-4B5A-4968-8776-A5B4C3D2E1F0';
-    const response = await createCard(fixture.gw, token, validCardBody({ requestId }), undefined, { cookie: 'session=abc', 'x-api-key': 'client-key', 'x-correlation-id': 'client-chosen' });
+    const response = await createCard(fixture.gw, token, validCardBody({ requestId }), undefined, {
+      cookie: 'session=abc',
+      'x-api-key': 'client-key',
+      'x-correlation-id': 'client-chosen',
+    });
     expectCard(response);
     const { lastHeaders, lastBody } = await stats();
     expect(lastHeaders).not.toBeNull();

@@ -104,7 +104,9 @@ describe('masking and reveal (D18)', () => {
     expect(revealedEvents).toHaveLength(2);
     expect(revealedEvents.map((event) => event['correlationId'])).toEqual([created.headers['x-correlation-id'], replay.headers['x-correlation-id']]);
     for (const event of revealedEvents) expect(event).toMatchObject({ credential: 'cred-full', outcome: 'success', requestId: body['requestId'] });
-    const kinds = auditEvents().filter((event) => event['cardId'] === first.cardId).map((event) => event['event']);
+    const kinds = auditEvents()
+      .filter((event) => event['cardId'] === first.cardId)
+      .map((event) => event['event']);
     expect(kinds).toEqual(['card.created', 'card.revealed', 'card.replayed', 'card.revealed']);
   });
 
@@ -113,7 +115,11 @@ describe('masking and reveal (D18)', () => {
     const card = expectCard(await createCard(fixture.gw, token, validCardBody(), 'revealDetails=false'));
     expectMasked(card);
     expect(await reveals()).toBe(before);
-    expect(auditEvents().filter((event) => event['cardId'] === card.cardId).map((event) => event['event'])).toEqual(['card.created']);
+    expect(
+      auditEvents()
+        .filter((event) => event['cardId'] === card.cardId)
+        .map((event) => event['event']),
+    ).toEqual(['card.created']);
   });
 
   it('a masked replay stays masked', async () => {

@@ -1,13 +1,13 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { openCardSecrets, sealCardSecrets } from '../../src/cards/card-sealing.js';
+import { CardSealer } from '../../src/cards/card-sealing.js';
 import type { CardRequest } from '../../src/cards/card-schemas.js';
 import { ISO_4217_CODES } from '../../src/cards/iso-4217.js';
-import { maskCvc, maskPan } from '../../src/cards/mask-card.js';
+import { maskCvc, maskPan } from '../../src/foundation/masking.js';
 import { requestFingerprint } from '../../src/cards/request-fingerprint.js';
 import { applyTolerance } from '../../src/cards/tolerance.js';
 import { checkCardRequest } from '../../src/cards/validate-card-request.js';
-import { parseConnectorCard } from '../../src/connector/connector-answer.js';
+import { parseConnectorCard } from '../../src/connector/connector-contract.js';
 
 /** The pure pieces of card creation, without a server. */
 
@@ -76,7 +76,12 @@ describe('requestFingerprint (D16)', () => {
 
 describe('checkCardRequest (D14 rules beyond the JSON schema)', () => {
   const enabled = new Set(['EUR', 'USD']);
-  const body = (overrides: Partial<CardRequest> = {}): CardRequest => ({ requestId: '123e4567-e89b-12d3-a456-426614174000', cardLimit: 10_000, currency: 'EUR', ...overrides });
+  const body = (overrides: Partial<CardRequest> = {}): CardRequest => ({
+    requestId: '123e4567-e89b-12d3-a456-426614174000',
+    cardLimit: 10_000,
+    currency: 'EUR',
+    ...overrides,
+  });
 
   it('accepts a valid request and returns the effective limit', () => {
     expect(checkCardRequest(body({ config: { tolerance: { percentage: 5 } } }), enabled)).toEqual({ problems: [], effectiveLimit: 10_500 });
@@ -89,13 +94,24 @@ describe('checkCardRequest (D14 rules beyond the JSON schema)', () => {
   });
 
   it('refuses impossible calendar dates and windows that do not move forward', () => {
-    const window = (startDate: string, endDate: string) => checkCardRequest(body({ config: { authorizationWindow: { startDate, endDate } } }), enabled).problems;
+    const window = (startDate: string, endDate: string) =>
+      checkCardRequest(body({ config: { authorizationWindow: { startDate, endDate } } }), enabled).problems;
     expect(window('2026-02-28T00:00:00Z', '2026-03-01T00:00:00Z')).toEqual([]);
-    expect(window('2026-02-30T00:00:00Z', '2026-03-05T00:00:00Z')).toEqual([{ path: 'config.authorizationWindow.startDate', message: 'is not a valid date and time' }]);
-    expect(window('2026-03-01T00:00:00Z', '2026-04-31T00:00:00Z')).toEqual([{ path: 'config.authorizationWindow.endDate', message: 'is not a valid date and time' }]);
-    expect(window('2026-03-01T24:00:00Z', '2026-03-05T00:00:00Z')).toEqual([{ path: 'config.authorizationWindow.startDate', message: 'is not a valid date and time' }]);
-    expect(window('2026-03-01T00:00:00Z', '2026-03-01T00:00:00Z')).toEqual([{ path: 'config.authorizationWindow', message: 'startDate must be before endDate' }]);
-    expect(window('2026-03-02T00:00:00Z', '2026-03-01T00:00:00Z')).toEqual([{ path: 'config.authorizationWindow', message: 'startDate must be before endDate' }]);
+    expect(window('2026-02-30T00:00:00Z', '2026-03-05T00:00:00Z')).toEqual([
+      { path: 'config.authorizationWindow.startDate', message: 'is not a valid date and time' },
+    ]);
+    expect(window('2026-03-01T00:00:00Z', '2026-04-31T00:00:00Z')).toEqual([
+      { path: 'config.authorizationWindow.endDate', message: 'is not a valid date and time' },
+    ]);
+    expect(window('2026-03-01T24:00:00Z', '2026-03-05T00:00:00Z')).toEqual([
+      { path: 'config.authorizationWindow.startDate', message: 'is not a valid date and time' },
+    ]);
+    expect(window('2026-03-01T00:00:00Z', '2026-03-01T00:00:00Z')).toEqual([
+      { path: 'config.authorizationWindow', message: 'startDate must be before endDate' },
+    ]);
+    expect(window('2026-03-02T00:00:00Z', '2026-03-01T00:00:00Z')).toEqual([
+      { path: 'config.authorizationWindow', message: 'startDate must be before endDate' },
+    ]);
     expect(window('2028-02-29T00:00:00Z', '2028-03-01T00:00:00.001Z')).toEqual([]);
   });
 
@@ -157,29 +173,56 @@ describe('ISO_4217_CODES', () => {
   });
 });
 
-describe('sealCardSecrets / openCardSecrets (D18)', () => {
-  const key = randomBytes(32);
+describe('CardSealer (D18, D37)', () => {
+  const current = { kid: 'card-2', key: randomBytes(32) };
+  const previous = { kid: 'card-1', key: randomBytes(32) };
   const secrets = { pan: '4000001234567899', cvc: '123' };
   const recordKey = 'acct-eu:123e4567-e89b-12d3-a456-426614174000';
 
-  it('opens with the same key and record key, and holds no plaintext', () => {
-    const sealed = sealCardSecrets(secrets, key, recordKey);
-    expect(sealed).toMatch(/^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+  /** A record in the first format (no key id), as the gateway wrote them before D37. */
+  function sealV1(key: Buffer): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(Buffer.from(recordKey, 'utf8'));
+    const ciphertext = Buffer.concat([cipher.update(JSON.stringify(secrets), 'utf8'), cipher.final()]);
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ciphertext.toString('base64url')].join('.');
+  }
+
+  it('seals with the current key id, opens with the same key and record key, and holds no plaintext', () => {
+    const sealer = new CardSealer(current);
+    const sealed = sealer.seal(secrets, recordKey);
+    expect(sealed).toMatch(/^v2\.card-2\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
     expect(sealed).not.toContain(secrets.pan);
     expect(sealed).not.toContain('"cvc"');
-    expect(openCardSecrets(sealed, key, recordKey)).toEqual(secrets);
+    expect(sealer.open(sealed, recordKey)).toEqual(secrets);
     // A fresh IV each time: equal secrets never seal to equal text.
-    expect(sealCardSecrets(secrets, key, recordKey)).not.toBe(sealed);
+    expect(sealer.seal(secrets, recordKey)).not.toBe(sealed);
+  });
+
+  it('opens records sealed under a previous key after a rotation, and new ones under the new key', () => {
+    const before = new CardSealer(previous).seal(secrets, recordKey);
+    const rotated = new CardSealer(current, [previous]);
+    expect(rotated.open(before, recordKey)).toEqual(secrets);
+    expect(rotated.seal(secrets, recordKey).split('.')[1]).toBe('card-2');
+    // once the previous key is dropped, its records are unreadable, with a clear error
+    expect(() => new CardSealer(current).open(before, recordKey)).toThrow(expect.objectContaining({ code: 'record_unreadable', status: 500 }));
+  });
+
+  it('opens first-format records (no key id) with whichever configured key seals them', () => {
+    expect(new CardSealer(current, [previous]).open(sealV1(previous.key), recordKey)).toEqual(secrets);
+    expect(() => new CardSealer(current).open(sealV1(previous.key), recordKey)).toThrow(expect.objectContaining({ code: 'record_unreadable' }));
   });
 
   it('does not open under another record key (AAD), another key, or after tampering', () => {
-    const sealed = sealCardSecrets(secrets, key, recordKey);
-    expect(() => openCardSecrets(sealed, key, 'acct-uk:123e4567-e89b-12d3-a456-426614174000')).toThrow();
-    expect(() => openCardSecrets(sealed, randomBytes(32), recordKey)).toThrow();
-    const [version, iv, tag, ciphertext] = sealed.split('.') as [string, string, string, string];
+    const sealer = new CardSealer(current);
+    const sealed = sealer.seal(secrets, recordKey);
+    const unreadable = expect.objectContaining({ code: 'record_unreadable' });
+    expect(() => sealer.open(sealed, 'acct-uk:123e4567-e89b-12d3-a456-426614174000')).toThrow(unreadable);
+    expect(() => new CardSealer({ kid: 'card-2', key: randomBytes(32) }).open(sealed, recordKey)).toThrow(unreadable);
+    const [version, kid, iv, tag, ciphertext] = sealed.split('.') as [string, string, string, string, string];
     const flipped = Buffer.from(ciphertext, 'base64url');
     flipped[0] = (flipped[0] ?? 0) ^ 1;
-    expect(() => openCardSecrets([version, iv, tag, flipped.toString('base64url')].join('.'), key, recordKey)).toThrow();
-    expect(() => openCardSecrets(`v2.${iv}.${tag}.${ciphertext}`, key, recordKey)).toThrow('unknown sealed card format');
+    expect(() => sealer.open([version, kid, iv, tag, flipped.toString('base64url')].join('.'), recordKey)).toThrow(unreadable);
+    expect(() => sealer.open(`v3.${kid}.${iv}.${tag}.${ciphertext}`, recordKey)).toThrow(unreadable);
   });
 });

@@ -51,7 +51,7 @@ const CASES: FailureCase[] = [
 function expectConnectorFailure(response: LightMyRequestResponse, status: 502 | 504, connectorUrl: string): void {
   const body = expectError(response, status, status === 504 ? GATEWAY_TIMEOUT : BAD_GATEWAY);
   expect(body.details).toEqual({});
-  expect(Object.keys(body).sort()).toEqual(['correlationId', 'details', 'message', 'status', 'timestamp']);
+  expect(Object.keys(body).sort()).toEqual(['code', 'correlationId', 'details', 'message', 'status', 'timestamp']);
   const port = new URL(connectorUrl).port;
   for (const leak of [connectorUrl, '127.0.0.1', `:${port}`, '/v1/cards', 'sandbox', 'undici', 'ECONN', 'UND_ERR', 'reply-from', 'socket', 'stack']) {
     expect(response.body).not.toContain(leak);

@@ -1,14 +1,11 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CODES } from '../../src/foundation/errors.js';
 import { createTestGateway, type TestGateway } from '../support/gateway-fixture.js';
+import { OpenApiResponses, type OpenApiDocument } from '../support/openapi-responses.js';
 
-/** D22: the admin listener publishes an OpenAPI 3 description of the public API. */
+/** D22, issue 13: the admin listener publishes a strictly valid OpenAPI 3.1 description of the public API. */
 
-interface Operation {
-  requestBody?: { required?: boolean; content?: Record<string, { schema?: Schema }> };
-  responses?: Record<string, { content?: Record<string, { schema?: Schema }> }>;
-  parameters?: { in: string; name: string; required?: boolean }[];
-  security?: Record<string, unknown>[];
-}
 interface Schema {
   type?: string;
   required?: string[];
@@ -16,15 +13,18 @@ interface Schema {
   additionalProperties?: boolean | Schema;
   $ref?: string;
 }
-interface OpenApiDocument {
-  openapi: string;
-  info: { title: string; version: string };
-  paths: Record<string, Record<string, Operation>>;
-  components?: { securitySchemes?: Record<string, Record<string, unknown>>; schemas?: Record<string, Schema> };
-}
 
 let gw: TestGateway;
 let doc: OpenApiDocument;
+
+/** A schema of the document, its `$ref` to components.schemas followed. */
+const resolve = (schema: Record<string, unknown> | undefined): Schema | undefined => {
+  const ref = schema?.['$ref'];
+  if (typeof ref !== 'string') return schema as Schema | undefined;
+  return doc.components.schemas[ref.replace('#/components/schemas/', '')] as Schema | undefined;
+};
+
+const operations = () => Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method, operation })));
 
 beforeAll(async () => {
   gw = await createTestGateway();
@@ -38,22 +38,66 @@ afterAll(async () => {
 });
 
 describe('OpenAPI description (admin /openapi.json)', () => {
-  it('is an OpenAPI 3 document with a title and version', () => {
-    expect(doc.openapi).toMatch(/^3\.\d+\.\d+$/);
+  it('is an OpenAPI 3.1 document with a title, a version and servers', () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
     expect(doc.info.title).toBe('Card issuing gateway');
     expect(doc.info.version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(doc.servers?.length).toBeGreaterThan(0);
+    for (const server of doc.servers ?? []) expect(server.url).toMatch(/^https:\/\//);
+  });
+
+  it('is accepted by a strict validator of the OpenAPI specification', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(doc) as unknown as Record<string, unknown>);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+  });
+
+  it('has schemas that compile as strict JSON Schema 2020-12, every one named', () => {
+    const responses = new OpenApiResponses(doc);
+    for (const schema of Object.values(doc.components.schemas)) expect(() => responses.validator(schema)).not.toThrow();
+    expect(Object.keys(doc.components.schemas).sort()).toEqual([
+      'Card',
+      'CardRequest',
+      'ErrorEnvelope',
+      'JsonWebKeySet',
+      'LoggedOut',
+      'LoginRequest',
+      'RefreshTokenRequest',
+      'RefreshedTokens',
+      'SessionTokens',
+    ]);
+    // Request and response bodies are references to named schemas, not anonymous inline ones.
+    for (const { operation } of operations()) {
+      const body = operation.requestBody?.content['application/json']?.schema;
+      if (body) expect(body['$ref']).toMatch(/^#\/components\/schemas\/[A-Z]/);
+      for (const response of Object.values(operation.responses))
+        expect(response.content?.['application/json']?.schema?.['$ref']).toMatch(/^#\/components\/schemas\/[A-Z]/);
+    }
+  });
+
+  it('gives every operation a unique operationId, a description, tags and its own security (public ones [])', () => {
+    const ids = operations().map(({ operation }) => operation.operationId);
+    expect(ids.sort()).toEqual(['createCard', 'getJwks', 'login', 'logout', 'refresh']);
+    for (const { path, operation } of operations()) {
+      expect(operation.description, path).toBeTruthy();
+      expect(operation.tags?.length, path).toBeGreaterThan(0);
+      const expected = operation.operationId === 'login' || operation.operationId === 'getJwks' ? [] : [{ bearerAuth: [] }];
+      expect(operation.security, path).toEqual(expected);
+    }
+    expect(doc.components.securitySchemes?.['bearerAuth']).toMatchObject({ type: 'http', scheme: 'bearer' });
   });
 
   it('describes the three auth endpoints and card creation as POST', () => {
     for (const path of ['/api/v1/auth/login', '/api/v1/auth/refresh', '/api/v1/auth/logout', '/api/v1/issuing/cards']) {
-      expect(doc.paths[path], path).toBeDefined();
       expect(doc.paths[path]?.['post'], `${path} post`).toBeDefined();
     }
   });
 
   it('gives card creation a JSON body schema with the three required members and the optional ones', () => {
     const post = doc.paths['/api/v1/issuing/cards']?.['post'];
-    const schema = post?.requestBody?.content?.['application/json']?.schema;
+    const schema = resolve(post?.requestBody?.content['application/json']?.schema);
     expect(post?.requestBody?.required).toBe(true);
     expect(schema?.type).toBe('object');
     expect(schema?.required?.sort()).toEqual(['cardLimit', 'currency', 'requestId']);
@@ -70,15 +114,72 @@ describe('OpenAPI description (admin /openapi.json)', () => {
     ]);
   });
 
-  it('documents the 201 card record, the revealDetails query and bearer security', () => {
+  it('documents the 201 card record, the revealDetails query and the card headers', () => {
     const post = doc.paths['/api/v1/issuing/cards']?.['post'];
-    const card = post?.responses?.['201']?.content?.['application/json']?.schema;
-    expect(card?.required?.sort()).toEqual(['cardId', 'cardLimit', 'createdAt', 'currency', 'cvc', 'expMonth', 'expYear', 'pan', 'requestedCardLimit', 'status'].sort());
-    expect(post?.responses?.['200']).toBeUndefined();
-    for (const status of ['400', '401', '403', '409', '413', '415', '502', '503', '504']) expect(post?.responses?.[status], status).toBeDefined();
+    const card = resolve(post?.responses['201']?.content?.['application/json']?.schema);
+    expect(card?.required?.sort()).toEqual(
+      ['cardId', 'cardLimit', 'createdAt', 'currency', 'cvc', 'expMonth', 'expYear', 'pan', 'requestedCardLimit', 'status'].sort(),
+    );
+    expect(post?.responses['200']).toBeUndefined();
+    expect(Object.keys(post?.responses ?? {}).sort()).toEqual([
+      '201',
+      '400',
+      '401',
+      '403',
+      '408',
+      '409',
+      '413',
+      '414',
+      '415',
+      '431',
+      '500',
+      '502',
+      '503',
+      '504',
+    ]);
     expect(post?.parameters).toEqual([expect.objectContaining({ in: 'query', name: 'revealDetails', required: false })]);
-    expect(post?.security).toEqual([{ bearerAuth: [] }]);
-    expect(doc.components?.securitySchemes?.['bearerAuth']).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(Object.keys(post?.responses['201']?.headers ?? {}).sort()).toEqual([
+      'Cache-Control',
+      'Idempotency-Payload-Mismatch',
+      'Idempotent-Replayed',
+      'X-Correlation-Id',
+    ]);
+  });
+
+  it('documents the response headers: X-Correlation-Id everywhere, WWW-Authenticate on 401, Retry-After on 409/429/503, RateLimit-* on login and refresh', () => {
+    for (const { operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const headers = response.headers ?? {};
+        const where = `${operation.operationId} ${status}`;
+        expect(headers['X-Correlation-Id']?.required, where).toBe(true);
+        expect(headers['WWW-Authenticate']?.required, where).toBe(status === '401' ? true : undefined);
+        expect(headers['Retry-After']?.required, where).toBe(['409', '429', '503'].includes(status) ? true : undefined);
+        const limited = operation.operationId === 'login' || operation.operationId === 'refresh';
+        // Successes and the refusals that come after the limiter (the route's own logic, 429, outages).
+        expect(headers['RateLimit-Remaining'] !== undefined, where).toBe(limited && ['200', '401', '429', '500', '503'].includes(status));
+      }
+    }
+    expect(doc.components.responses?.['MethodNotAllowed']?.headers?.['Allow']?.required).toBe(true);
+  });
+
+  it('lists every code of the catalogue, each under its own status, with an example envelope', () => {
+    const listed = new Set<string>();
+    const responses = [...operations().flatMap(({ operation }) => Object.entries(operation.responses)), ...Object.entries(doc.components.responses ?? {})];
+    for (const [status, response] of responses) {
+      for (const [code, example] of Object.entries(response.content?.['application/json']?.examples ?? {})) {
+        if (!(code in ERROR_CODES)) continue;
+        listed.add(code);
+        const value = example.value as { code: string; status: number };
+        expect(value.code).toBe(code);
+        expect(value.status).toBe(ERROR_CODES[code as keyof typeof ERROR_CODES]);
+        if (/^\d+$/.test(status)) expect(Number(status)).toBe(value.status);
+        expect(response.description).toContain(`\`${code}\``);
+      }
+    }
+    expect([...listed].sort()).toEqual(Object.keys(ERROR_CODES).sort());
+    const envelope = doc.components.schemas['ErrorEnvelope'] as { properties: { code: { enum: string[]; description: string } } };
+    expect(envelope.properties.code.enum.sort()).toEqual(Object.keys(ERROR_CODES).sort());
+    for (const code of Object.keys(ERROR_CODES)) expect(envelope.properties.code.description).toContain(`\`${code}\``);
   });
 
   it('says nothing of the connector', () => {

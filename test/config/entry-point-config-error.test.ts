@@ -47,7 +47,9 @@ describe('entry point with a bad config', () => {
   });
 
   it('exits 78 for a schema error', async () => {
-    const written = await writeTestConfig(await rawTestConfig({ listeners: { https: { host: '127.0.0.1', port: 0, prot: 1 }, admin: { host: '127.0.0.1', port: 0 } } }));
+    const written = await writeTestConfig(
+      await rawTestConfig({ listeners: { https: { host: '127.0.0.1', port: 0, prot: 1 }, admin: { host: '127.0.0.1', port: 0 } } }),
+    );
     const gateway = run(written.file);
     expect((await gateway.exited).code).toBe(78);
     expect(gateway.stderr()).toContain(`${written.file}: listeners.https.prot: is not a known setting`);
@@ -55,7 +57,10 @@ describe('entry point with a bad config', () => {
 
   it('exits 78 for a problem in the credentials file, naming that file', async () => {
     const written = await writeTestConfig(await rawTestConfig());
-    writeFileSync(written.credentialsFile, 'credentials:\n  - id: c1\n    username: u\n    passwordHash: nope\n    issuingAccount: acct-eu\n    permissions: []\n    active: true\n');
+    writeFileSync(
+      written.credentialsFile,
+      'credentials:\n  - id: c1\n    username: u\n    passwordHash: nope\n    issuingAccount: acct-eu\n    permissions: []\n    active: true\n',
+    );
     const gateway = run(written.file);
     expect((await gateway.exited).code).toBe(78);
     expect(gateway.stderr()).toContain(`${written.credentialsFile}: credentials[0].passwordHash: must be "scrypt$N$r$p$salt$hash"`);

@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { verifyPassword } from '../../src/auth/password-hash.js';
+import { verifyPassword } from '../../src/foundation/password-hash.js';
 import { ConfigError } from '../../src/config/config-error.js';
 import { ensureLocalSecrets } from '../../src/config/local-secrets.js';
 import { loadConfig, type Environment } from '../../src/config/load-config.js';
 import { credentialsYaml, DEFAULT_CREDENTIALS, rawTestConfig, testKeys, writeTestConfig, type RawConfig } from '../support/gateway-fixture.js';
 
 /**
- * The config loader (style.md: validated once, every problem reported as `file: field:
+ * The config loader (validated once, every problem reported as `file: field:
  * problem`): the shipped files are valid, and each kind of mistake is named precisely.
  */
 
@@ -96,7 +96,7 @@ describe('shipped config files', () => {
           'connector.tls.cert',
           'connector.tls.key',
           'tokens.signingKey.privateKey',
-          'cards.encryptionKey',
+          'cards.encryptionKey.key',
           `/etc/card-gateway/credentials.${environment}.yaml: (top level)`,
         ].sort(),
       );
@@ -110,9 +110,12 @@ describe('shipped config files', () => {
       const tls = { cert: { file: keys.tlsCert }, key: { file: keys.tlsKey } };
       raw['tls'] = tls;
       (raw['connector'] as { tls: unknown }).tls = { ca: tls.cert, cert: tls.cert, key: tls.key };
-      ((raw['tokens'] as { signingKey: { privateKey: unknown } }).signingKey).privateKey = { file: keys.signingKey };
+      (raw['tokens'] as { signingKey: { privateKey: unknown } }).signingKey.privateKey = { file: keys.signingKey };
       const account = Object.keys(raw['issuingAccounts']!)[0]!;
-      writeFileSync(join(dir, 'credentials.yaml'), await credentialsYaml([{ id: 'cred-1', username: 'one', password: 'a long enough password', issuingAccount: account, permissions: ['cards:create'] }]));
+      writeFileSync(
+        join(dir, 'credentials.yaml'),
+        await credentialsYaml([{ id: 'cred-1', username: 'one', password: 'a long enough password', issuingAccount: account, permissions: ['cards:create'] }]),
+      );
       (raw as Record<string, unknown>)['credentialsFile'] = 'credentials.yaml';
       const file = join(dir, `${environment}.yaml`);
       writeFileSync(file, stringify(raw));
@@ -127,12 +130,17 @@ describe('shipped config files', () => {
       expect(config.trustedProxies.contains('10.20.3.4')).toBe(true);
       expect(config.trustedProxies.contains('10.21.0.1')).toBe(false);
       expect(config.allowlist.contains('127.0.0.1')).toBe(false);
-      expect(config.cards.encryptionKey).toHaveLength(32);
+      expect(config.cards.encryptionKey.key).toHaveLength(32);
       expect(config.cards.bodyLimitBytes).toBe(16384);
-      expect(config.rateLimits).toEqual({ login: { points: 5, windowSeconds: 60 }, refresh: { points: 5, windowSeconds: 60 }, loginLockout: { maxConsecutiveFailures: 10, lockoutSeconds: 1800 } });
+      expect(config.rateLimits).toEqual({
+        login: { points: 5, windowSeconds: 60 },
+        refresh: { points: 5, windowSeconds: 60 },
+        loginPerAddress: { points: 30, windowSeconds: 60 },
+        loginLockout: { maxConsecutiveFailures: 10, lockoutSeconds: 1800 },
+      });
       expect(config.connector.tls?.ca).toBeDefined();
       expect(config.connector.startSandbox).toBe(false);
-      expect(config.audit).toEqual({ file: '/var/log/card-gateway/audit.jsonl', fsync: true });
+      expect(config.audit).toEqual({ file: '/var/log/card-gateway/audit.jsonl', fsync: true, maxDenialLinesPerMinute: 1000 });
       expect(config.credentials.byUsername('one')?.issuingAccount).toBe(account);
       expect(Object.isFrozen(config)).toBe(true);
     });
@@ -160,7 +168,11 @@ describe('shipped config files', () => {
     expect(config.environment).toBe('local');
     expect(config.store).toEqual({ kind: 'memory' });
     expect(config.connector).toMatchObject({ url: 'http://127.0.0.1:9700', startSandbox: true });
-    expect(config.listeners).toEqual({ https: { host: '127.0.0.1', port: 8443 }, plainHttp: { host: '127.0.0.1', port: 8080 }, admin: { host: '127.0.0.1', port: 9090 } });
+    expect(config.listeners).toEqual({
+      https: { host: '127.0.0.1', port: 8443 },
+      plainHttp: { host: '127.0.0.1', port: 8080 },
+      admin: { host: '127.0.0.1', port: 9090 },
+    });
     expect(config.allowlist.contains('127.0.0.1')).toBe(true);
     expect(config.allowlist.contains('::1')).toBe(true);
     expect(config.allowlist.contains('10.0.0.1')).toBe(false);
@@ -184,7 +196,9 @@ describe('shipped config files', () => {
 
 describe('config errors name the file, the field and the problem', () => {
   it('an unknown setting', async () => {
-    const refusal = await refuse(await rawTestConfig({ listeners: { https: { host: '127.0.0.1', port: 0, prot: 8443 }, admin: { host: '127.0.0.1', port: 0 } } }));
+    const refusal = await refuse(
+      await rawTestConfig({ listeners: { https: { host: '127.0.0.1', port: 0, prot: 8443 }, admin: { host: '127.0.0.1', port: 0 } } }),
+    );
     expect(refusal.problems).toEqual([`${refusal.file}: listeners.https.prot: is not a known setting`]);
   });
 
@@ -232,15 +246,17 @@ describe('config errors name the file, the field and the problem', () => {
   });
 
   it('a secret environment variable that is not set', async () => {
-    const refusal = await refuse(await rawTestConfig({ cards: { encryptionKey: { env: 'GW_TEST_CARD_KEY' } } }), { env: { GW_TEST_CARD_KEY: '' } });
-    expect(refusal.problems).toEqual([`${refusal.file}: cards.encryptionKey: environment variable GW_TEST_CARD_KEY is not set`]);
+    const refusal = await refuse(await rawTestConfig({ cards: { encryptionKey: { kid: 'card-1', key: { env: 'GW_TEST_CARD_KEY' } } } }), {
+      env: { GW_TEST_CARD_KEY: '' },
+    });
+    expect(refusal.problems).toEqual([`${refusal.file}: cards.encryptionKey.key: environment variable GW_TEST_CARD_KEY is not set`]);
   });
 
   it('a secret read from an environment variable when it is set', async () => {
-    const written = await writeTestConfig(await rawTestConfig({ cards: { encryptionKey: { env: 'GW_TEST_CARD_KEY' } } }));
+    const written = await writeTestConfig(await rawTestConfig({ cards: { encryptionKey: { kid: 'card-1', key: { env: 'GW_TEST_CARD_KEY' } } } }));
     const key = randomBytes(32);
     const config = await loadConfig(written.file, { GW_TEST_CARD_KEY: key.toString('hex') });
-    expect(config.cards.encryptionKey.equals(key)).toBe(true);
+    expect(config.cards.encryptionKey.key.equals(key)).toBe(true);
   });
 
   it('a secret file that does not exist, resolved from the config folder', async () => {
@@ -253,8 +269,8 @@ describe('config errors name the file, the field and the problem', () => {
     const dir = tempDir();
     const short = join(dir, 'short.key');
     writeFileSync(short, randomBytes(16).toString('base64'));
-    const refusal = await refuse(await rawTestConfig({ cards: { encryptionKey: { file: short } } }));
-    expect(refusal.problems).toEqual([`${refusal.file}: cards.encryptionKey: must be 32 bytes, written as 64 hex digits or base64 (AES-256-GCM, D18)`]);
+    const refusal = await refuse(await rawTestConfig({ cards: { encryptionKey: { kid: 'card-1', key: { file: short } } } }));
+    expect(refusal.problems).toEqual([`${refusal.file}: cards.encryptionKey.key: must be 32 bytes, written as 64 hex digits or base64 (AES-256-GCM, D18)`]);
   });
 
   it('a signing key of the wrong type for the algorithm', async () => {
@@ -280,7 +296,16 @@ describe('config errors name the file, the field and the problem', () => {
     const p256 = join(dir, 'p256.pub');
     writeFileSync(p256, generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }));
     const keys = await testKeys();
-    const refusal = await refuse(await rawTestConfig({ tokens: { verificationKeys: [{ kid: 'old-1', publicKey: { file: keys.otherPublicKey } }, { kid: 'old-2', publicKey: { file: p256 } }] } }));
+    const refusal = await refuse(
+      await rawTestConfig({
+        tokens: {
+          verificationKeys: [
+            { kid: 'old-1', publicKey: { file: keys.otherPublicKey } },
+            { kid: 'old-2', publicKey: { file: p256 } },
+          ],
+        },
+      }),
+    );
     expect(refusal.problems).toEqual([`${refusal.file}: tokens.verificationKeys[1].publicKey: is a ec key, but tokens.algorithm EdDSA needs an Ed25519 key`]);
   });
 
@@ -292,14 +317,22 @@ describe('config errors name the file, the field and the problem', () => {
   it('a config file that is not YAML', async () => {
     const written = await writeTestConfig(await rawTestConfig());
     writeFileSync(written.file, 'environment: [sandbox\nlisteners: {');
-    const error = await loadConfig(written.file, {}).then(() => undefined, (thrown: unknown) => thrown);
+    const error = await loadConfig(written.file, {}).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems[0]).toMatch(new RegExp(`^${written.file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: \\(top level\\): cannot be read or parsed \\(`));
+    expect((error as ConfigError).problems[0]).toMatch(
+      new RegExp(`^${written.file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: \\(top level\\): cannot be read or parsed \\(`),
+    );
   });
 
   it('a config file that does not exist', async () => {
     const missing = join(tempDir(), 'nope.yaml');
-    const error = await loadConfig(missing, {}).then(() => undefined, (thrown: unknown) => thrown);
+    const error = await loadConfig(missing, {}).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
     expect((error as ConfigError).problems).toEqual([`${missing}: (top level): file not found`]);
   });
 
@@ -328,7 +361,7 @@ describe('config errors name the file, the field and the problem', () => {
         allowlist: ['127.0.0.1/32', '127.1'],
         tls: { cert: { file: 'absent.crt' }, key: { file: keys.tlsKey } },
         connector: { url: 'http://127.0.0.1:9700', startSandbox: true },
-        cards: { encryptionKey: { env: 'GW_TEST_NOT_SET' } },
+        cards: { encryptionKey: { kid: 'card-1', key: { env: 'GW_TEST_NOT_SET' } } },
       }),
       { credentials },
     );
@@ -337,7 +370,7 @@ describe('config errors name the file, the field and the problem', () => {
         `${refusal.file}: allowlist[1]: "127.1" is not a four-part decimal IPv4 address or range`,
         `${refusal.file}: tls.cert: file ${join(refusal.dir, 'absent.crt')} not found`,
         `${refusal.file}: connector.startSandbox: is only allowed when environment is local`,
-        `${refusal.file}: cards.encryptionKey: environment variable GW_TEST_NOT_SET is not set`,
+        `${refusal.file}: cards.encryptionKey.key: environment variable GW_TEST_NOT_SET is not set`,
         `${refusal.credentialsFile}: credentials[0].passwordHash: must be "scrypt$N$r$p$salt$hash" (use npm run hash-password)`,
       ].sort(),
     );

@@ -2,7 +2,17 @@ import { readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { credentialsYaml, DEFAULT_CREDENTIALS, PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig, type RawConfig, type WrittenConfig } from '../support/gateway-fixture.js';
+import {
+  credentialsYaml,
+  DEFAULT_CREDENTIALS,
+  PASSWORD,
+  productionSafeOverrides,
+  rawTestConfig,
+  testCertificatePem,
+  writeTestConfig,
+  type RawConfig,
+  type WrittenConfig,
+} from '../support/gateway-fixture.js';
 import { compileEntryPoint, freePort, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from '../transport/compiled-gateway.js';
 import { realRequest, waitFor } from '../transport/real-clients.js';
 
@@ -37,7 +47,11 @@ describe('configuration reload of the running process', () => {
   async function sighup(outcome: 'configuration reloaded' | 'configuration reload refused'): Promise<Record<string, unknown>> {
     const from = gateway.stdout.length;
     gateway.child.kill('SIGHUP');
-    const line = await gateway.waitForLog((entry) => typeof entry['msg'] === 'string' && (entry['msg'].startsWith('configuration reloaded') || entry['msg'].startsWith('configuration reload refused')), { from });
+    const line = await gateway.waitForLog(
+      (entry) =>
+        typeof entry['msg'] === 'string' && (entry['msg'].startsWith('configuration reloaded') || entry['msg'].startsWith('configuration reload refused')),
+      { from },
+    );
     expect(line['msg']).toMatch(new RegExp(`^${outcome}`));
     expect(line['trigger']).toBe('SIGHUP');
     return line;
@@ -83,7 +97,12 @@ describe('configuration reload of the running process', () => {
     const after = await login('create-only');
     expect(after.status).toBe(401);
     expect(JSON.parse(after.body)).toMatchObject({ status: 401, message: 'Authentication failed', details: {} });
-    const refresh = await realRequest(`${base}/api/v1/auth/refresh`, { ca, method: 'POST', headers: { authorization: `Bearer ${accessToken}` }, body: JSON.stringify({ refreshToken }) });
+    const refresh = await realRequest(`${base}/api/v1/auth/refresh`, {
+      ca,
+      method: 'POST',
+      headers: { authorization: `Bearer ${accessToken}` },
+      body: JSON.stringify({ refreshToken }),
+    });
     expect(refresh.status).toBe(401);
     expect(JSON.parse(refresh.body)).toMatchObject({ status: 401, message: 'Credential is inactive' });
     // Other credentials are untouched.
@@ -116,7 +135,8 @@ describe('configuration reload of the running process', () => {
   });
 
   it('a change of environment is refused by a reload', async () => {
-    replaceFile(written.file, stringify({ ...raw, environment: 'production' }));
+    // A production-shaped file (D32), so what is refused is the change of environment itself.
+    replaceFile(written.file, stringify({ ...raw, ...(await productionSafeOverrides()) }));
     const refused = await sighup('configuration reload refused');
     expect(refused['problems']).toEqual([`${written.file}: environment: cannot change from sandbox to production without a restart`]);
     expect((await jwks()).status).toBe(200);

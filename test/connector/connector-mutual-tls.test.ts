@@ -20,7 +20,10 @@ describe('forward to a connector that requires mutual TLS', () => {
     const ca = await selfsigned.generate([{ name: 'commonName', value: 'Test connector CA' }], {
       keyType: 'ec',
       algorithm: 'sha256',
-      extensions: [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, digitalSignature: true, critical: true }],
+      extensions: [
+        { name: 'basicConstraints', cA: true, critical: true },
+        { name: 'keyUsage', keyCertSign: true, digitalSignature: true, critical: true },
+      ],
     });
     const signer = { key: ca.private, cert: ca.cert };
     const server = await selfsigned.generate([{ name: 'commonName', value: '127.0.0.1' }], {
@@ -36,7 +39,12 @@ describe('forward to a connector that requires mutual TLS', () => {
       writeFileSync(join(dir, name), content);
       return join(dir, name);
     };
-    files = { ca: write('ca.crt', ca.cert), cert: write('client.crt', client.cert), key: write('client.key', client.private), otherCa: write('other-ca.crt', stranger.cert) };
+    files = {
+      ca: write('ca.crt', ca.cert),
+      cert: write('client.crt', client.cert),
+      key: write('client.key', client.private),
+      otherCa: write('other-ca.crt', stranger.cert),
+    };
     connector = await startSandboxConnector({ controls: true, tls: { cert: server.cert, key: server.private, ca: ca.cert } });
   });
 
@@ -63,7 +71,7 @@ describe('forward to a connector that requires mutual TLS', () => {
     expectError(await createCard(gw, await mintToken(gw, 'full'), validCardBody()), 502, 'Card processor error');
   });
 
-  it('regression: reply-from\'s rejectUnauthorized=false default never applies; a connector certificate from another CA gets 502', async () => {
+  it("regression: reply-from's rejectUnauthorized=false default never applies; a connector certificate from another CA gets 502", async () => {
     const gw = await gatewayWith({ ca: { file: files.otherCa }, cert: { file: files.cert }, key: { file: files.key } });
     const response = await createCard(gw, await mintToken(gw, 'full'), validCardBody());
     expectError(response, 502, 'Card processor error');

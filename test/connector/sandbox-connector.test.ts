@@ -83,9 +83,7 @@ describe('sandbox connector contract', () => {
     const res = await postCard(app, body);
     expect(res.statusCode).toBe(201);
     const card = res.json<Record<string, unknown>>();
-    expect(Object.keys(card).sort()).toEqual(
-      ['cardId', 'pan', 'cvc', 'expMonth', 'expYear', 'status', 'cardLimit', 'currency', 'createdAt'].sort(),
-    );
+    expect(Object.keys(card).sort()).toEqual(['cardId', 'pan', 'cvc', 'expMonth', 'expYear', 'status', 'cardLimit', 'currency', 'createdAt'].sort());
     expect(card['cardId']).toMatch(/^card_[0-9a-f]{24}$/);
     expect(card['pan']).toMatch(/^411111\d{10}$/);
     expect(isLuhnValid(String(card['pan']))).toBe(true);
@@ -207,7 +205,11 @@ describe('sandbox connector contract', () => {
   it('has no control routes unless enabled', async () => {
     const app = buildSandboxConnector();
     apps.push(app);
-    for (const [method, url] of [['POST', '/__control/mode'], ['GET', '/__control/stats'], ['POST', '/__control/reset']] as const) {
+    for (const [method, url] of [
+      ['POST', '/__control/mode'],
+      ['GET', '/__control/stats'],
+      ['POST', '/__control/reset'],
+    ] as const) {
       const res = await app.inject({ method, url, payload: method === 'POST' ? { mode: 'fail' } : undefined });
       expect(res.statusCode).toBe(404);
       expect(res.json()).toEqual({ message: 'not found' });
@@ -296,13 +298,55 @@ describe('sandbox connector controls', () => {
     const reset = await app.inject({ method: 'POST', url: '/__control/reset' });
     expect(reset.statusCode).toBe(200);
     s = await stats(app);
-    expect(s).toEqual({ cardsCreated: 0, requestsReceived: 0, lastHeaders: null, lastBody: null, keys: [] });
+    expect(s).toEqual({ cardsCreated: 0, requestsReceived: 0, lastHeaders: null, lastBody: null, keys: [], received: [] });
     // The mode went back to normal, and the old key creates a fresh card.
     expect((await postCard(app, body, { 'x-gateway-secret': 'abc' })).statusCode).toBe(201);
   });
 });
 
 describe('sandbox connector over a real socket', () => {
+  it('records each request line and header set, query string included, in arrival order', async () => {
+    const connector = await start();
+    const body = cardBody();
+    await fetch(`${connector.url}/v1/cards?leak=1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': keyOf(body), 'x-extra': 'seen' },
+      body: JSON.stringify(body),
+    });
+    const s = (await (await fetch(`${connector.url}/__control/stats`)).json()) as SandboxStats;
+    expect(s.received).toHaveLength(1);
+    expect(s.received[0]).toMatchObject({ method: 'POST', url: '/v1/cards?leak=1', headers: { 'x-extra': 'seen' } });
+  });
+
+  it('drip sends the status and headers at once, then one byte per delayMs', async () => {
+    const connector = await start();
+    await fetch(`${connector.url}/__control/mode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ mode: 'drip', delayMs: 200, count: 1 }),
+    });
+    const body = cardBody();
+    const started = performance.now();
+    const response = await fetch(`${connector.url}/v1/cards`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': keyOf(body) },
+      body: JSON.stringify(body),
+    });
+    expect(response.status).toBe(201);
+    expect(performance.now() - started).toBeLessThan(1000);
+    const reader = response.body!.getReader();
+    let bytes = 0;
+    while (performance.now() - started < 900) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      bytes += value.length;
+    }
+    await reader.cancel();
+    // About 5 bytes in 900 ms at one per 200 ms: far from the whole card.
+    expect(bytes).toBeGreaterThan(0);
+    expect(bytes).toBeLessThan(12);
+  });
+
   it('reset destroys the connection without an answer', async () => {
     const connector = await start();
     await fetch(`${connector.url}/__control/mode`, {

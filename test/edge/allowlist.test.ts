@@ -40,6 +40,15 @@ describe('environment allowlist (D10)', () => {
     expect(body.correlationId).toBe(response.headers['x-correlation-id']);
   }
 
+  /** Refusals are audited in per-minute summaries (D25): write them now and return the newest. */
+  function lastDenial(g: TestGateway) {
+    g.gateway.flushAudit();
+    return g.audit
+      .events()
+      .filter((event) => event.event === 'access.denied')
+      .at(-1);
+  }
+
   async function expectAllowed(g: TestGateway, remoteAddress: string): Promise<void> {
     const response = await from(g, remoteAddress);
     expect(response.statusCode, remoteAddress).toBe(200);
@@ -64,8 +73,7 @@ describe('environment allowlist (D10)', () => {
     await expectAllowed(g, '::ffff:10.1.2.3');
     await expectDenied(g, '::ffff:192.0.2.1');
     // The audit shows the unwrapped spelling, so limiters and logs see one address.
-    const denial = g.audit.events().find((event) => event.event === 'access.denied');
-    expect(denial?.clientAddress).toBe('192.0.2.1');
+    expect(lastDenial(g)?.clientAddress).toBe('192.0.2.1');
   });
 
   it('normalises a mapped address before matching, so an IPv6 range cannot admit it', async () => {
@@ -93,36 +101,56 @@ describe('environment allowlist (D10)', () => {
     await expectDenied(g, '2001:db8:101::');
   });
 
-  it('audits and counts each denial', async () => {
+  it('counts each denial and audits one summary line per source address and minute (D25)', async () => {
     const g = await start();
-    const response = await from(g, '192.0.2.1');
-    expect(response.statusCode).toBe(403);
+    const first = await from(g, '192.0.2.1');
+    expect(first.statusCode).toBe(403);
+    await from(g, '192.0.2.1');
+    await from(g, '192.0.2.2');
+    // Nothing is written per request.
+    expect(g.audit.events().filter((event) => event.event === 'access.denied')).toHaveLength(0);
+    g.gateway.flushAudit();
     const events = g.audit.events().filter((event) => event.event === 'access.denied');
-    expect(events).toHaveLength(1);
+    expect(events).toHaveLength(2);
     expect(events[0]).toMatchObject({
       event: 'access.denied',
-      correlationId: response.headers['x-correlation-id'],
+      correlationId: first.headers['x-correlation-id'],
       clientAddress: '192.0.2.1',
       outcome: 'denied',
       reason: 'allowlist',
+      count: 2,
     });
-    expect(await g.gateway.metrics.registry.getSingleMetricAsString('gateway_access_denied_total')).toContain('gateway_access_denied_total{reason="allowlist"} 1');
-    await from(g, '192.0.2.2');
-    expect(await g.gateway.metrics.registry.getSingleMetricAsString('gateway_access_denied_total')).toContain('gateway_access_denied_total{reason="allowlist"} 2');
+    expect(events[1]).toMatchObject({ clientAddress: '192.0.2.2', count: 1 });
+    expect(await g.gateway.metrics.registry.getSingleMetricAsString('gateway_access_denied_total')).toContain(
+      'gateway_access_denied_total{reason="allowlist"} 3',
+    );
   });
 
   it('refuses before the body is parsed or the route runs', async () => {
     const g = await start();
-    const malformed = await g.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: '192.0.2.1', headers: { 'content-type': 'application/json' }, payload: '{"username": ' });
+    const malformed = await g.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      remoteAddress: '192.0.2.1',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"username": ',
+    });
     expect(malformed.statusCode).toBe(403);
     expect(malformed.json<{ message: string }>().message).toBe('Client address is not allowed');
-    const notJson = await g.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: '192.0.2.1', headers: { 'content-type': 'text/plain' }, payload: 'x' });
+    const notJson = await g.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      remoteAddress: '192.0.2.1',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'x',
+    });
     expect(notJson.statusCode).toBe(403);
     const unknownPath = await g.inject({ method: 'GET', url: '/no/such/path', remoteAddress: '192.0.2.1' });
     expect(unknownPath.statusCode).toBe(403);
     // The login route never ran: no login was attempted, counted or audited.
-    expect(g.audit.events().map((event) => event.event)).toEqual(['access.denied', 'access.denied', 'access.denied']);
-    expect(await g.gateway.metrics.registry.getSingleMetricAsString('gateway_logins_total')).not.toMatch(/gateway_logins_total\{/);
+    g.gateway.flushAudit();
+    expect(g.audit.events().map((event) => [event.event, event.count])).toEqual([['access.denied', 3]]);
+    expect(await g.gateway.metrics.registry.getSingleMetricAsString('gateway_logins_total')).not.toMatch(/gateway_logins_total\{[^}]*\} [1-9]/);
   });
 
   it('uses the address a trusted proxy reports in X-Forwarded-For', async () => {
@@ -132,7 +160,7 @@ describe('environment allowlist (D10)', () => {
     expect(allowed.statusCode).toBe(200);
     const denied = await g.inject({ method: 'GET', url: JWKS, headers: { 'x-forwarded-for': '192.0.2.44' } });
     expect(denied.statusCode).toBe(403);
-    expect(g.audit.events().at(-1)?.clientAddress).toBe('192.0.2.44');
+    expect(lastDenial(g)?.clientAddress).toBe('192.0.2.44');
     const mapped = await g.inject({ method: 'GET', url: JWKS, headers: { 'x-forwarded-for': '::ffff:10.9.9.9' } });
     expect(mapped.statusCode).toBe(200);
     // The proxy itself is not on the allowlist: without a forwarded address it is refused.
@@ -144,7 +172,7 @@ describe('environment allowlist (D10)', () => {
     const g = await start({ allowlist: ['10.0.0.0/8'], trustedProxies: ['127.0.0.1/32'] });
     const spoofedLeft = await g.inject({ method: 'GET', url: JWKS, headers: { 'x-forwarded-for': '10.0.0.1, 192.0.2.7' } });
     expect(spoofedLeft.statusCode).toBe(403);
-    expect(g.audit.events().at(-1)?.clientAddress).toBe('192.0.2.7');
+    expect(lastDenial(g)?.clientAddress).toBe('192.0.2.7');
     const realLeft = await g.inject({ method: 'GET', url: JWKS, headers: { 'x-forwarded-for': '192.0.2.7, 10.0.0.1' } });
     expect(realLeft.statusCode).toBe(200);
   });
@@ -153,9 +181,14 @@ describe('environment allowlist (D10)', () => {
     const g = await start({ allowlist: ['10.0.0.0/8', '198.51.100.0/24'], trustedProxies: ['127.0.0.1/32'] });
     const spoofed = await g.inject({ method: 'GET', url: JWKS, remoteAddress: '192.0.2.7', headers: { 'x-forwarded-for': '10.0.0.1' } });
     expect(spoofed.statusCode).toBe(403);
-    expect(g.audit.events().at(-1)?.clientAddress).toBe('192.0.2.7');
+    expect(lastDenial(g)?.clientAddress).toBe('192.0.2.7');
     // And the reverse: an allowed peer cannot make itself look like another address.
-    const allowedPeer = await g.inject({ method: 'GET', url: JWKS, remoteAddress: '198.51.100.9', headers: { 'x-forwarded-for': '192.0.2.7', 'x-forwarded-proto': 'https' } });
+    const allowedPeer = await g.inject({
+      method: 'GET',
+      url: JWKS,
+      remoteAddress: '198.51.100.9',
+      headers: { 'x-forwarded-for': '192.0.2.7', 'x-forwarded-proto': 'https' },
+    });
     // 198.51.100.9 is allowed but untrusted: XFF ignored, X-Forwarded-Proto ignored too -> plain HTTP.
     expect(allowedPeer.statusCode).toBe(403);
     expect(allowedPeer.json<{ message: string }>().message).toBe('HTTPS is required');
@@ -181,6 +214,6 @@ describe('environment allowlist (D10)', () => {
     const after = await viaProxy();
     expect(after.statusCode).toBe(403);
     expect(after.json<{ message: string }>().message).toBe('Client address is not allowed');
-    expect(g.audit.events().at(-1)?.clientAddress).toBe('192.0.2.7');
+    expect(lastDenial(g)?.clientAddress).toBe('192.0.2.7');
   });
 });

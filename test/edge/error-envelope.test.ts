@@ -21,7 +21,7 @@ function expectEnvelope(response: LightMyRequestResponse, status: number, messag
   expect(response.statusCode).toBe(status);
   expect(response.headers['content-type']).toMatch(/^application\/json/);
   const body = response.json<Envelope>();
-  expect(Object.keys(body).sort()).toEqual(['correlationId', 'details', 'message', 'status', 'timestamp']);
+  expect(Object.keys(body).sort()).toEqual(['code', 'correlationId', 'details', 'message', 'status', 'timestamp']);
   expect(body.correlationId).toMatch(UUID);
   expect(response.headers['x-correlation-id']).toBe(body.correlationId);
   expect(body.status).toBe(status);
@@ -95,12 +95,21 @@ describe('error envelope (D20)', () => {
     expectEnvelope(await gw.inject(json('')), 400, 'Request body is empty');
   });
 
-  it('400 for a __proto__ key in the body', async () => {
-    expectEnvelope(await gw.inject(json(`{"username":"full","password":"${PASSWORD}","__proto__":{"admin":true}}`)), 400, 'Request body is not valid JSON');
+  it('400 for a __proto__ key in the body, naming it', async () => {
+    const body = expectEnvelope(
+      await gw.inject(json(`{"username":"full","password":"${PASSWORD}","__proto__":{"admin":true}}`)),
+      400,
+      'Request validation failed',
+    );
+    expect(body['details']).toEqual({ fields: [{ path: '__proto__', message: 'is not an allowed member name' }] });
   });
 
-  it('400 for a constructor.prototype key in the body', async () => {
-    expectEnvelope(await gw.inject(json(`{"username":"full","password":"${PASSWORD}","constructor":{"prototype":{"admin":true}}}`)), 400, 'Request body is not valid JSON');
+  it('400 for a constructor.prototype key in the body (an unknown member)', async () => {
+    expectEnvelope(
+      await gw.inject(json(`{"username":"full","password":"${PASSWORD}","constructor":{"prototype":{"admin":true}}}`)),
+      400,
+      'Request validation failed',
+    );
   });
 
   it('400 with details.fields for a missing field', async () => {
@@ -109,12 +118,20 @@ describe('error envelope (D20)', () => {
   });
 
   it('400 with details.fields for an unknown field', async () => {
-    const body = expectEnvelope(await gw.inject({ method: 'POST', url: LOGIN, payload: { username: 'full', password: PASSWORD, role: 'admin' } }), 400, 'Request validation failed');
+    const body = expectEnvelope(
+      await gw.inject({ method: 'POST', url: LOGIN, payload: { username: 'full', password: PASSWORD, role: 'admin' } }),
+      400,
+      'Request validation failed',
+    );
     expect(body.details).toEqual({ fields: [{ path: 'role', message: 'is not a known field' }] });
   });
 
   it('400 with details.fields for a wrong type, never coerced', async () => {
-    const body = expectEnvelope(await gw.inject({ method: 'POST', url: LOGIN, payload: { username: 12345, password: PASSWORD } }), 400, 'Request validation failed');
+    const body = expectEnvelope(
+      await gw.inject({ method: 'POST', url: LOGIN, payload: { username: 12345, password: PASSWORD } }),
+      400,
+      'Request validation failed',
+    );
     expect(body.details).toEqual({ fields: [{ path: 'username', message: 'must be string' }] });
   });
 
@@ -131,12 +148,20 @@ describe('error envelope (D20)', () => {
   });
 
   it('401 with empty details for wrong credentials', async () => {
-    const body = expectEnvelope(await gw.inject({ method: 'POST', url: LOGIN, payload: { username: 'full', password: 'wrong password' } }), 401, 'Authentication failed');
+    const body = expectEnvelope(
+      await gw.inject({ method: 'POST', url: LOGIN, payload: { username: 'full', password: 'wrong password' } }),
+      401,
+      'Authentication failed',
+    );
     expect(body.details).toEqual({});
   });
 
   it('401 with empty details for a protected route without a token', async () => {
-    const body = expectEnvelope(await gw.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken: 'x' } }), 401, 'Authorization header is missing');
+    const body = expectEnvelope(
+      await gw.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken: 'x' } }),
+      401,
+      'Authorization header is missing',
+    );
     expect(body.details).toEqual({});
   });
 
@@ -148,8 +173,8 @@ describe('error envelope (D20)', () => {
     expect(response.body).not.toContain('/etc/x');
     expect(response.body).not.toMatch(/\bat .+:\d+:\d+/);
     expect(response.body).not.toContain('stack');
-    const logged = gw.logs.lines.map((line) => JSON.parse(line) as { reqId?: string; msg?: string; err?: { message?: string } });
-    const failure = logged.find((line) => line.reqId === body.correlationId && line.msg === 'request failed');
+    const logged = gw.logs.lines.map((line) => JSON.parse(line) as { correlationId?: string; msg?: string; err?: { message?: string } });
+    const failure = logged.find((line) => line.correlationId === body.correlationId && line.msg === 'request failed');
     expect(failure?.err?.message).toBe('secret internal detail /etc/x');
   });
 

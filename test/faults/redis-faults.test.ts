@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
@@ -115,7 +115,13 @@ function expectUnavailable({ label, response, ms }: Timed): void {
   const { statusCode, body, headers } = response!;
   expect({ label, statusCode, body }).toMatchObject({ label, statusCode: 503 });
   const envelope = JSON.parse(body) as Record<string, unknown>;
-  expect(envelope).toMatchObject({ status: 503, message: 'Service temporarily unavailable', retryAfter: 1, details: {}, correlationId: headers['x-correlation-id'] });
+  expect(envelope).toMatchObject({
+    status: 503,
+    message: 'Service temporarily unavailable',
+    retryAfter: 1,
+    details: {},
+    correlationId: headers['x-correlation-id'],
+  });
   expect(headers['retry-after']).toBe('1');
   expect(ms, `${label} took ${Math.round(ms)} ms`).toBeLessThan(1500);
 }
@@ -275,7 +281,7 @@ describe('Redis faults: 503 while they last, recovery without a restart (D23)', 
     // connection answers only after everything sent before it has run.
     await waitFor(async () => (await store!.client.ping().catch(() => '')) === 'PONG', 10_000, 'Redis to answer again');
     const claims = await store!.idempotency.peek(recordKey, clock.now());
-    expect(claims, 'a claim left by the request that was answered 503').toEqual({ state: 'reserved' });
+    expect(claims.state, 'a claim left by the request that was answered 503').toBe('reserved');
 
     const started = performance.now();
     const retried = await createCard(g, token, body);

@@ -65,7 +65,12 @@ describe('SIGTERM while 50 card creations are in flight', () => {
     );
 
     // All 50 are inside the gateway (each has reached the connector), none answered yet.
-    await waitFor('all 50 forwards to reach the connector', async () => ((await connectorStats(connector!)).requestsReceived - before.requestsReceived >= IN_FLIGHT ? true : undefined), 20_000, 10);
+    await waitFor(
+      'all 50 forwards to reach the connector',
+      async () => ((await connectorStats(connector!)).requestsReceived - before.requestsReceived >= IN_FLIGHT ? true : undefined),
+      20_000,
+      10,
+    );
     const inFlightAtSignal = IN_FLIGHT - answered;
     const logged = gateway.stdout.length;
     gateway.child.kill('SIGTERM');

@@ -105,21 +105,21 @@ describe('admin listener: metrics, health and readiness', () => {
     const { admin } = await start();
     const response = await admin('/readyz');
     expect(response.status).toBe(200);
-    expect(JSON.parse(response.body)).toEqual({ status: 'ready', checks: { store: 'ok', connector: 'ok' } });
+    expect(JSON.parse(response.body)).toEqual({ status: 'ready', checks: { store: 'ok', connector: 'ok', audit: 'ok' } });
   });
 
   it('answers /readyz with 503 when the connector does not answer', async () => {
     const { admin } = await start(undefined, `http://127.0.0.1:${await unusedPort()}`);
     const response = await admin('/readyz');
     expect(response.status).toBe(503);
-    expect(JSON.parse(response.body)).toEqual({ status: 'not ready', checks: { store: 'ok', connector: 'unavailable' } });
+    expect(JSON.parse(response.body)).toEqual({ status: 'not ready', checks: { store: 'ok', connector: 'unavailable', audit: 'ok' } });
   });
 
   it('answers /readyz with 503 when the store ping fails, and /healthz stays 200', async () => {
     const { admin } = await start(new UnreachableStore());
     const response = await admin('/readyz');
     expect(response.status).toBe(503);
-    expect(JSON.parse(response.body)).toEqual({ status: 'not ready', checks: { store: 'unavailable', connector: 'ok' } });
+    expect(JSON.parse(response.body)).toEqual({ status: 'not ready', checks: { store: 'unavailable', connector: 'ok', audit: 'ok' } });
     expect(response.body).not.toContain('store is down');
     expect((await admin('/healthz')).status).toBe(200);
   });

@@ -39,7 +39,10 @@ describe('no secrets in logs or audit', () => {
           scope.post('/api/v1/test/careless', async (request) => {
             request.log.info({ headers: request.headers, body: request.body }, 'careless: headers and body');
             request.log.info({ req: { headers: request.headers } }, 'careless: nested headers');
-            request.log.info({ authorization: request.headers.authorization, password: (request.body as { password?: string }).password }, 'careless: top level');
+            request.log.info(
+              { authorization: request.headers.authorization, password: (request.body as { password?: string }).password },
+              'careless: top level',
+            );
             return { ok: true };
           });
         },
@@ -55,26 +58,74 @@ describe('no secrets in logs or audit', () => {
     expect((await gw.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'nobody', password: PASSWORD } })).statusCode).toBe(401);
 
     // Validation errors whose bodies carry the password.
-    expect((await gw.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'full', password: PASSWORD, otp: PASSWORD } })).statusCode).toBe(400);
-    expect((await gw.inject({ method: 'POST', url: '/api/v1/auth/login', headers: { 'content-type': 'application/json' }, payload: `{"username":"full","password":"${PASSWORD}"` })).statusCode).toBe(400);
+    expect((await gw.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'full', password: PASSWORD, otp: PASSWORD } })).statusCode).toBe(
+      400,
+    );
+    expect(
+      (
+        await gw.inject({
+          method: 'POST',
+          url: '/api/v1/auth/login',
+          headers: { 'content-type': 'application/json' },
+          payload: `{"username":"full","password":"${PASSWORD}"`,
+        })
+      ).statusCode,
+    ).toBe(400);
     expect((await gw.inject({ method: 'POST', url: '/api/v1/auth/login', headers: { 'content-type': 'text/plain' }, payload: PASSWORD })).statusCode).toBe(415);
 
     // Refresh, and a refresh with a body that fails validation.
-    const refreshed = await gw.inject({ method: 'POST', url: '/api/v1/auth/refresh', headers: { authorization: bearer }, payload: { refreshToken: session.refreshToken } });
+    const refreshed = await gw.inject({
+      method: 'POST',
+      url: '/api/v1/auth/refresh',
+      headers: { authorization: bearer },
+      payload: { refreshToken: session.refreshToken },
+    });
     expect(refreshed.statusCode).toBe(200);
     const rotated = refreshed.json<{ accessToken: string; refreshToken: string }>();
     secrets.push(rotated.accessToken, rotated.refreshToken, `Bearer ${rotated.accessToken}`);
-    expect((await gw.inject({ method: 'POST', url: '/api/v1/auth/refresh', headers: { authorization: bearer }, payload: { refreshToken: session.refreshToken, password: PASSWORD } })).statusCode).toBe(400);
+    expect(
+      (
+        await gw.inject({
+          method: 'POST',
+          url: '/api/v1/auth/refresh',
+          headers: { authorization: bearer },
+          payload: { refreshToken: session.refreshToken, password: PASSWORD },
+        })
+      ).statusCode,
+    ).toBe(400);
 
     // Wrong uses of tokens: the ID token as a bearer, a token in the URL.
-    expect((await gw.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: `Bearer ${session.idToken}` }, payload: { refreshToken: rotated.refreshToken } })).statusCode).toBe(401);
+    expect(
+      (
+        await gw.inject({
+          method: 'POST',
+          url: '/api/v1/auth/logout',
+          headers: { authorization: `Bearer ${session.idToken}` },
+          payload: { refreshToken: rotated.refreshToken },
+        })
+      ).statusCode,
+    ).toBe(401);
     const inUrl = await gw.inject({ method: 'GET', url: `/.well-known/jwks.json?access_token=${session.accessToken}` });
     expect(inUrl.statusCode).toBe(401);
     expect(inUrl.json<{ message: string }>().message).toBe('Tokens are not accepted in the URL');
-    expect((await gw.inject({ method: 'POST', url: `/api/v1/auth/refresh?refresh_token=${rotated.refreshToken}`, headers: { authorization: bearer }, payload: { refreshToken: rotated.refreshToken } })).statusCode).toBe(401);
+    expect(
+      (
+        await gw.inject({
+          method: 'POST',
+          url: `/api/v1/auth/refresh?refresh_token=${rotated.refreshToken}`,
+          headers: { authorization: bearer },
+          payload: { refreshToken: rotated.refreshToken },
+        })
+      ).statusCode,
+    ).toBe(401);
 
     // A card with full details: the PAN and CVC reach the client and nothing else.
-    const card = await gw.inject({ method: 'POST', url: '/api/v1/issuing/cards?revealDetails=true', headers: { authorization: bearer }, payload: { requestId: randomUUID(), cardLimit: 5000, currency: 'EUR' } });
+    const card = await gw.inject({
+      method: 'POST',
+      url: '/api/v1/issuing/cards?revealDetails=true',
+      headers: { authorization: bearer },
+      payload: { requestId: randomUUID(), cardLimit: 5000, currency: 'EUR' },
+    });
     expect(card.statusCode).toBe(201);
     const { pan, cvc } = card.json<{ pan: string; cvc: string }>();
     expect(pan).toMatch(/^\d{16}$/);
@@ -84,11 +135,26 @@ describe('no secrets in logs or audit', () => {
 
     // A 500 on a protected route, and a handler that logs headers and bodies.
     expect((await gw.inject({ method: 'GET', url: '/api/v1/test/boom', headers: { authorization: bearer } })).statusCode).toBe(500);
-    expect((await gw.inject({ method: 'POST', url: '/api/v1/test/careless', headers: { authorization: bearer }, payload: { password: PASSWORD, refreshToken: rotated.refreshToken, card: { pan, cvc } } })).statusCode).toBe(200);
+    expect(
+      (
+        await gw.inject({
+          method: 'POST',
+          url: '/api/v1/test/careless',
+          headers: { authorization: bearer },
+          payload: { password: PASSWORD, refreshToken: rotated.refreshToken, card: { pan, cvc } },
+        })
+      ).statusCode,
+    ).toBe(200);
 
     // Logout, and logout again (401).
-    expect((await gw.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: bearer }, payload: { refreshToken: rotated.refreshToken } })).statusCode).toBe(200);
-    expect((await gw.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: bearer }, payload: { refreshToken: rotated.refreshToken } })).statusCode).toBe(401);
+    expect(
+      (await gw.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: bearer }, payload: { refreshToken: rotated.refreshToken } }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await gw.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: bearer }, payload: { refreshToken: rotated.refreshToken } }))
+        .statusCode,
+    ).toBe(401);
   });
 
   afterAll(async () => {

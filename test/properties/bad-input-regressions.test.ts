@@ -26,7 +26,11 @@ describe('regressions found by the bad-input properties', () => {
     gw = await createTestGateway();
     // No trusted proxy: the socket address and TLS decide, as for a client connecting directly.
     direct = await createTestGateway({ overrides: { trustedProxies: [], allowlist: ['10.0.0.0/8'] } });
-    running = await listenGateway(direct.gateway, { https: { host: '127.0.0.1', port: 0 }, plainHttp: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } });
+    running = await listenGateway(direct.gateway, {
+      https: { host: '127.0.0.1', port: 0 },
+      plainHttp: { host: '127.0.0.1', port: 0 },
+      admin: { host: '127.0.0.1', port: 0 },
+    });
   });
 
   afterAll(async () => {
@@ -35,7 +39,7 @@ describe('regressions found by the bad-input properties', () => {
     await gw?.close();
   });
 
-  it('regression: a URL with a malformed percent-encoding gets the D20 envelope and an X-Correlation-Id, never Fastify\'s own body', async () => {
+  it("regression: a URL with a malformed percent-encoding gets the D20 envelope and an X-Correlation-Id, never Fastify's own body", async () => {
     for (const url of ['/api/v1/auth/login%', '/%zz', '/api/v1/issuing/cards%E0%A4%A', '/.well-known/jwks.json%']) {
       for (const method of ['GET', 'POST', 'DELETE'] as const) {
         const response = await gw.inject({ method, url });
@@ -51,7 +55,9 @@ describe('regressions found by the bad-input properties', () => {
     const ca = await testCertificatePem();
     const { connect } = await import('node:tls');
     const overTls = await new Promise<string>((resolve, reject) => {
-      const socket = connect({ host: https.hostname, port: Number(https.port), ca, servername: 'localhost' }, () => socket.write('GET /%zz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'));
+      const socket = connect({ host: https.hostname, port: Number(https.port), ca, servername: 'localhost' }, () =>
+        socket.write('GET /%zz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'),
+      );
       const chunks: Buffer[] = [];
       socket.on('data', (chunk: Buffer) => chunks.push(chunk));
       socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
@@ -59,7 +65,12 @@ describe('regressions found by the bad-input properties', () => {
     });
     const fromOutside = parseRawResponse(overTls);
     expect(fromOutside.status).toBe(403);
-    expectEnvelope(403, fromOutside.headers, fromOutside.body.slice(fromOutside.body.indexOf('{'), fromOutside.body.lastIndexOf('}') + 1), 'Client address is not allowed');
+    expectEnvelope(
+      403,
+      fromOutside.headers,
+      fromOutside.body.slice(fromOutside.body.indexOf('{'), fromOutside.body.lastIndexOf('}') + 1),
+      'Client address is not allowed',
+    );
 
     // The same gateway reloaded with 127.0.0.0/8 allowed: now plain HTTP is the reason.
     direct.gateway.reload({ ...direct.config, allowlist: gw.config.allowlist });

@@ -60,8 +60,7 @@ describe('bad input on every public route (properties)', () => {
   /** How many answers of each kind the properties got, to check the generators reach both sides. */
   const statuses = new Map<string, number>();
 
-  const received = async (): Promise<number> =>
-    (await connector.app.inject({ method: 'GET', url: '/__control/stats' })).json<SandboxStats>().requestsReceived;
+  const received = async (): Promise<number> => (await connector.app.inject({ method: 'GET', url: '/__control/stats' })).json<SandboxStats>().requestsReceived;
 
   /** Sends one request and checks every invariant; returns the response for extra checks. */
   async function exercise(sent: Sent): Promise<LightMyRequestResponse> {
@@ -123,7 +122,23 @@ describe('bad input on every public route (properties)', () => {
   const hugeString = fc
     .tuple(fc.string({ minLength: 1, maxLength: 4, unit: 'grapheme' }), fc.integer({ min: 1_000, max: 20_480 }))
     .map(([unit, length]) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length));
-  const oddString = fc.constantFrom('', ' ', '\u0000', '\ud800', '\uffff', '\u202e', 'null', '1e400', '-0', TEST_PAN, '4111 1111 1111 1111', '123', '<script>', '${jndi:x}', '../../etc/passwd');
+  const oddString = fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    '\ud800',
+    '\uffff',
+    '\u202e',
+    'null',
+    '1e400',
+    '-0',
+    TEST_PAN,
+    '4111 1111 1111 1111',
+    '123',
+    '<script>',
+    '${jndi:x}',
+    '../../etc/passwd',
+  );
   const wild: fc.Arbitrary<unknown> = fc.oneof(
     { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
     { weight: 2, arbitrary: oddString },
@@ -145,28 +160,38 @@ describe('bad input on every public route (properties)', () => {
     },
     { requiredKeys: [] },
   );
-  const cardBody = fc.record(
-    {
-      requestId: maybe(fc.uuid()),
-      cardLimit: maybe(fc.integer({ min: 1, max: 1_000_000_000 })),
-      currency: maybe(fc.constantFrom('EUR', 'EUR', 'USD', 'GBP', 'XXX', 'eur')),
-      config: maybe(configBody),
-      metadata: maybe(fc.dictionary(fc.oneof(fc.string({ maxLength: 45 }), fc.constant(TEST_PAN)), maybe(fc.string({ maxLength: 510 })), { maxKeys: 55 })),
-    },
-    // a missing required member now and then; optional ones come and go
-    { requiredKeys: ['requestId', 'cardLimit', 'currency'] },
-  ).chain((body) => fc.subarray(['requestId', 'cardLimit', 'currency'], { maxLength: 1 }).map((drop) => {
-    const copy: Record<string, unknown> = { ...body };
-    for (const key of drop) delete copy[key];
-    return copy;
-  }));
+  const cardBody = fc
+    .record(
+      {
+        requestId: maybe(fc.uuid()),
+        cardLimit: maybe(fc.integer({ min: 1, max: 1_000_000_000 })),
+        currency: maybe(fc.constantFrom('EUR', 'EUR', 'USD', 'GBP', 'XXX', 'eur')),
+        config: maybe(configBody),
+        metadata: maybe(fc.dictionary(fc.oneof(fc.string({ maxLength: 45 }), fc.constant(TEST_PAN)), maybe(fc.string({ maxLength: 510 })), { maxKeys: 55 })),
+      },
+      // a missing required member now and then; optional ones come and go
+      { requiredKeys: ['requestId', 'cardLimit', 'currency'] },
+    )
+    .chain((body) =>
+      fc.subarray(['requestId', 'cardLimit', 'currency'], { maxLength: 1 }).map((drop) => {
+        const copy: Record<string, unknown> = { ...body };
+        for (const key of drop) delete copy[key];
+        return copy;
+      }),
+    );
   const loginBody = fc.record({ username: maybe(fc.string({ maxLength: 300 })), password: maybe(fc.string({ maxLength: 50 })) }, { requiredKeys: [] });
   const tokenBody = fc.record({ refreshToken: maybe(fc.oneof(fc.string({ maxLength: 600 }), fc.constant(refreshTokenPlaceholder()))) }, { requiredKeys: [] });
   /** An unknown member added to a body of the right shape. */
   const withExtra = (body: fc.Arbitrary<Record<string, unknown>>) =>
-    fc.tuple(body, fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.tuple(fc.oneof(fc.string({ maxLength: 20 }), fc.constant(TEST_PAN)), wild) })).map(([value, extra]) =>
-      extra ? { ...value, [extra[0]]: extra[1] } : value,
-    );
+    fc
+      .tuple(
+        body,
+        fc.oneof(
+          { weight: 3, arbitrary: fc.constant(null) },
+          { weight: 1, arbitrary: fc.tuple(fc.oneof(fc.string({ maxLength: 20 }), fc.constant(TEST_PAN)), wild) },
+        ),
+      )
+      .map(([value, extra]) => (extra ? { ...value, [extra[0]]: extra[1] } : value));
   function refreshTokenPlaceholder(): string {
     // A well-formed token of no family: parsed, looked up, unknown.
     return `${'A'.repeat(22)}.${'B'.repeat(43)}`;
@@ -192,7 +217,9 @@ describe('bad input on every public route (properties)', () => {
         fc.constantFrom(...POST_ROUTES).chain((route) => fc.tuple(fc.constant(route), routeBody(route))),
         fc.constantFrom('', '?revealDetails=true', '?revealDetails=false', '?revealDetails=1', '?revealDetails=true&revealDetails=false'),
         async ([route, body], query) => {
-          const response = await exercise(postJson(`${route}${route === CARDS ? query : ''}`, JSON.stringify(body), {}, route === CARDS && query === '?revealDetails=true'));
+          const response = await exercise(
+            postJson(`${route}${route === CARDS ? query : ''}`, JSON.stringify(body), {}, route === CARDS && query === '?revealDetails=true'),
+          );
           if (route === CARDS && response.statusCode === 201) {
             // only a body that is valid end to end can have made a card
             expect(body).toMatchObject({ requestId: expect.stringMatching(UUID) as unknown, currency: expect.stringMatching(/^(EUR|USD)$/) as unknown });
@@ -220,7 +247,11 @@ describe('bad input on every public route (properties)', () => {
         hugeString,
         async (route, where, huge) => {
           const base: Record<string, unknown> =
-            route === LOGIN ? { username: 'full', password: 'wrong' } : route === CARDS ? { requestId: randomUUID(), cardLimit: 100, currency: 'EUR' } : { refreshToken };
+            route === LOGIN
+              ? { username: 'full', password: 'wrong' }
+              : route === CARDS
+                ? { requestId: randomUUID(), cardLimit: 100, currency: 'EUR' }
+                : { refreshToken };
           if (where === 'cardType') base['config'] = { cardType: huge };
           else if (where === 'metadataValue') base['metadata'] = { note: huge };
           else if (where === 'metadataKey') base['metadata'] = { [huge]: 'x' };
@@ -236,16 +267,14 @@ describe('bad input on every public route (properties)', () => {
   }, 60_000);
 
   it('deep nesting (depth 50 to 500), at the top and inside members', async () => {
-    const nested = fc
-      .tuple(fc.integer({ min: 50, max: 500 }), fc.constantFrom('array', 'object', 'mixed'))
-      .map(([depth, kind]) => {
-        let text = '1';
-        for (let level = 0; level < depth; level += 1) {
-          const asArray = kind === 'array' || (kind === 'mixed' && level % 2 === 0);
-          text = asArray ? `[${text}]` : `{"a":${text}}`;
-        }
-        return text;
-      });
+    const nested = fc.tuple(fc.integer({ min: 50, max: 500 }), fc.constantFrom('array', 'object', 'mixed')).map(([depth, kind]) => {
+      let text = '1';
+      for (let level = 0; level < depth; level += 1) {
+        const asArray = kind === 'array' || (kind === 'mixed' && level % 2 === 0);
+        text = asArray ? `[${text}]` : `{"a":${text}}`;
+      }
+      return text;
+    });
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...POST_ROUTES),
@@ -283,26 +312,31 @@ describe('bad input on every public route (properties)', () => {
       '"\\u005f_proto__":{"polluted":"yes"}',
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...POST_ROUTES), protoMember, fc.constantFrom('top', 'config', 'metadata', 'tolerance'), async (route, member, where) => {
-        const card = `"requestId":"${randomUUID()}","cardLimit":5,"currency":"EUR"`;
-        const payload =
-          where === 'top'
-            ? route === LOGIN
-              ? `{"username":"full","password":"x",${member}}`
-              : route === CARDS
-                ? `{${card},${member}}`
-                : `{"refreshToken":"${refreshToken}",${member}}`
-            : where === 'config'
-              ? `{${card},"config":{${member}}}`
-              : where === 'tolerance'
-                ? `{${card},"config":{"tolerance":{"percentage":1,${member}}}}`
-                : `{${card},"metadata":{${member}}}`;
-        const response = await exercise(postJson(route, payload));
-        // "constructor":"x" as a metadata key is a plain string member; anything else is refused
-        if (!(member === '"constructor":"x"' && where === 'metadata' && route === CARDS)) expect(response.statusCode, payload).toBeGreaterThanOrEqual(400);
-        expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
-        expect(({} as Record<string, unknown>)['isAdmin']).toBeUndefined();
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...POST_ROUTES),
+        protoMember,
+        fc.constantFrom('top', 'config', 'metadata', 'tolerance'),
+        async (route, member, where) => {
+          const card = `"requestId":"${randomUUID()}","cardLimit":5,"currency":"EUR"`;
+          const payload =
+            where === 'top'
+              ? route === LOGIN
+                ? `{"username":"full","password":"x",${member}}`
+                : route === CARDS
+                  ? `{${card},${member}}`
+                  : `{"refreshToken":"${refreshToken}",${member}}`
+              : where === 'config'
+                ? `{${card},"config":{${member}}}`
+                : where === 'tolerance'
+                  ? `{${card},"config":{"tolerance":{"percentage":1,${member}}}}`
+                  : `{${card},"metadata":{${member}}}`;
+          const response = await exercise(postJson(route, payload));
+          // "constructor":"x" as a metadata key is a plain string member; anything else is refused
+          if (!(member === '"constructor":"x"' && where === 'metadata' && route === CARDS)) expect(response.statusCode, payload).toBeGreaterThanOrEqual(400);
+          expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+          expect(({} as Record<string, unknown>)['isAdmin']).toBeUndefined();
+        },
+      ),
       { numRuns: RUNS },
     );
   }, 60_000);
@@ -347,23 +381,30 @@ describe('bad input on every public route (properties)', () => {
   it('invalid UTF-8 bytes, alone and inside JSON strings', async () => {
     const badBytes = fc.oneof(
       fc.uint8Array({ minLength: 1, maxLength: 200 }),
-      fc.constantFrom([0xff], [0xfe, 0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82], [0xef, 0xbb, 0xbf]).map((bytes) => Uint8Array.from(bytes)),
+      fc
+        .constantFrom([0xff], [0xfe, 0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82], [0xef, 0xbb, 0xbf])
+        .map((bytes) => Uint8Array.from(bytes)),
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...POST_ROUTES), badBytes, fc.constantFrom('raw', 'username', 'refreshToken', 'currency', 'metadata'), async (route, bytes, where) => {
-        const inside = (prefix: string, suffix: string) => Buffer.concat([Buffer.from(prefix), Buffer.from(bytes), Buffer.from(suffix)]);
-        const payload =
-          where === 'raw'
-            ? Buffer.from(bytes)
-            : where === 'username'
-              ? inside('{"username":"', '","password":"x"}')
-              : where === 'refreshToken'
-                ? inside('{"refreshToken":"', '"}')
-                : where === 'currency'
-                  ? inside(`{"requestId":"${randomUUID()}","cardLimit":1,"currency":"`, '"}')
-                  : inside(`{"requestId":"${randomUUID()}","cardLimit":1,"currency":"EUR","metadata":{"k":"`, '"}}');
-        await exercise(postJson(route, payload));
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...POST_ROUTES),
+        badBytes,
+        fc.constantFrom('raw', 'username', 'refreshToken', 'currency', 'metadata'),
+        async (route, bytes, where) => {
+          const inside = (prefix: string, suffix: string) => Buffer.concat([Buffer.from(prefix), Buffer.from(bytes), Buffer.from(suffix)]);
+          const payload =
+            where === 'raw'
+              ? Buffer.from(bytes)
+              : where === 'username'
+                ? inside('{"username":"', '","password":"x"}')
+                : where === 'refreshToken'
+                  ? inside('{"refreshToken":"', '"}')
+                  : where === 'currency'
+                    ? inside(`{"requestId":"${randomUUID()}","cardLimit":1,"currency":"`, '"}')
+                    : inside(`{"requestId":"${randomUUID()}","cardLimit":1,"currency":"EUR","metadata":{"k":"`, '"}}');
+          await exercise(postJson(route, payload));
+        },
+      ),
       { numRuns: RUNS },
     );
   }, 60_000);
@@ -438,11 +479,51 @@ describe('bad input on every public route (properties)', () => {
   }, 60_000);
 
   it('random paths and methods, known paths mangled, and the JWKS with odd queries', async () => {
-    const method = fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND', 'SEARCH', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'REPORT');
-    const known = fc.constantFrom(LOGIN, REFRESH, LOGOUT, CARDS, JWKS, '/', '/api', '/api/v1', '/api/v1/issuing', '/.well-known');
-    const mangled = fc.tuple(known, fc.constantFrom('', '/', '//', '/..', '/../..', '%2f', '%2e%2e', '%', '%zz', '%00', '?', '?a=1&a=2', '#x', ';x', '.json', '\u00e9', '%C0%AF', '?access_token=x', '?token=eyJa.b.c')).map(
-      ([path, suffix]) => `${path}${suffix}`,
+    const method = fc.constantFrom(
+      'GET',
+      'HEAD',
+      'POST',
+      'PUT',
+      'DELETE',
+      'PATCH',
+      'OPTIONS',
+      'TRACE',
+      'PROPFIND',
+      'SEARCH',
+      'MKCOL',
+      'COPY',
+      'MOVE',
+      'LOCK',
+      'UNLOCK',
+      'REPORT',
     );
+    const known = fc.constantFrom(LOGIN, REFRESH, LOGOUT, CARDS, JWKS, '/', '/api', '/api/v1', '/api/v1/issuing', '/.well-known');
+    const mangled = fc
+      .tuple(
+        known,
+        fc.constantFrom(
+          '',
+          '/',
+          '//',
+          '/..',
+          '/../..',
+          '%2f',
+          '%2e%2e',
+          '%',
+          '%zz',
+          '%00',
+          '?',
+          '?a=1&a=2',
+          '#x',
+          ';x',
+          '.json',
+          '\u00e9',
+          '%C0%AF',
+          '?access_token=x',
+          '?token=eyJa.b.c',
+        ),
+      )
+      .map(([path, suffix]) => `${path}${suffix}`);
     const upper = known.map((path) => path.toUpperCase());
     const random = fc.webPath().map((path) => (path.startsWith('/') ? path : `/${path}`));
     await fc.assert(

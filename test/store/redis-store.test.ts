@@ -9,10 +9,16 @@ import { StoreUnavailableError, type StoredCard, type TokenRef } from '../../src
 import { createTestRedisStore, keysWithPrefix, requireRedisUrl, unusedPort, uniquePrefix, type TestRedisStore } from '../support/redis.js';
 import { sampleRecord, storeContract } from './store-contract.js';
 
-storeContract('redis', async () => {
-  const { store, cleanup } = await createTestRedisStore('contract');
-  return { store, cleanup };
-});
+const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
+
+storeContract(
+  'redis',
+  async () => {
+    const { store, cleanup } = await createTestRedisStore('contract');
+    return { store, cleanup };
+  },
+  'standalone',
+);
 
 const T0 = 1_700_000_000_000;
 const DAY = 24 * 60 * 60 * 1000;
@@ -55,7 +61,7 @@ describe('RedisStore: what it writes (D18)', () => {
     const cvc = '987';
     // What a gateway stores: masked PAN and an opaque sealed blob (here: not derived from the PAN).
     const record: StoredCard = { ...sampleRecord({ maskedPan: '************4242' }), sealedSecrets: `v1.${randomUUID()}.${randomUUID()}` };
-    await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     await store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record, expiresAt: T0 + DAY, now: T0 + 1 });
 
     const keys = await keysWithPrefix(client, prefix);
@@ -74,9 +80,9 @@ describe('RedisStore: what it writes (D18)', () => {
 
   it('keeps no owner or lease left over from the claim once completed', async () => {
     const { store, client, prefix } = await open('leftover');
-    await store.idempotency.reserve('acct-1:req-2', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    await store.idempotency.reserve('acct-1:req-2', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     const [key] = await keysWithPrefix(client, prefix);
-    expect(Object.keys(await client.hgetall(key ?? '')).sort()).toEqual(['leaseExp', 'owner', 'state']);
+    expect(Object.keys(await client.hgetall(key ?? '')).sort()).toEqual(['leaseExp', 'ocred', 'ofp', 'oreq', 'owner', 'prev', 'state']);
     await store.idempotency.complete('acct-1:req-2', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 1 });
     expect(Object.keys(await client.hgetall(key ?? '')).sort()).toEqual(['exp', 'record', 'state']);
   });
@@ -114,7 +120,7 @@ describe('RedisStore: every record expires', () => {
 
   it('gives idempotency claims and records a TTL', async () => {
     const { store, client, prefix } = await open('ttl-idem');
-    await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     expectAllExpiring(await pttls(client, prefix), 10_000 + SLACK);
     await store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 1 });
     const ttls = await pttls(client, prefix);
@@ -138,7 +144,7 @@ describe('RedisStore: namespaces (D8)', () => {
   it('keeps every key under its prefix', async () => {
     const { store, client, prefix } = await open('ns-keys');
     await store.sessions.createFamily({ token: freshToken(), credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
-    await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     await store.lockouts.recordFailure('alice', { now: T0, maxFailures: 10, lockoutMs: 60_000 });
     await store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 }).consume('alice');
     const keys = await keysWithPrefix(client, prefix);
@@ -152,7 +158,7 @@ describe('RedisStore: namespaces (D8)', () => {
     const token = freshToken();
     const record = sampleRecord();
     await sandbox.store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
-    await sandbox.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
+    await sandbox.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     await sandbox.store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record, expiresAt: T0 + DAY, now: T0 + 1 });
     for (let i = 0; i < 10; i += 1) await sandbox.store.lockouts.recordFailure('alice', { now: T0 + i, maxFailures: 10, lockoutMs: 60_000 });
     const sandboxLimiter = sandbox.store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 });
@@ -162,7 +168,9 @@ describe('RedisStore: namespaces (D8)', () => {
     expect(await production.store.sessions.rotate(rotateArgs)).toBe('unknown');
     expect(await production.store.sessions.revokeFamily({ token, credentialId: 'c', now: T0 + 100, graceMs: GRACE })).toBe('unknown');
     expect(await production.store.idempotency.peek('acct-1:req-1', T0 + 100)).toEqual({ state: 'reserved' });
-    expect(await production.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-2', now: T0 + 100, leaseMs: 10_000 })).toEqual({ state: 'reserved' });
+    expect(await production.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-2', now: T0 + 100, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
+      state: 'reserved',
+    });
     expect(await production.store.lockouts.lockedUntil('alice', T0 + 100)).toBe(0);
     await expect(production.store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 }).consume('alice')).resolves.toMatchObject({
       remainingPoints: 4,
@@ -190,14 +198,22 @@ describe('RedisStore: namespaces (D8)', () => {
       );
       expect(results).toEqual(['rotated', 'rotated', 'rotated', 'rotated']);
       expect(
-        await second.sessions.rotate({ token, credentialId: 'c', newTokenHash: 'h_late', newExpiresAt: T0 + DAY, now: T0 + 1_000 + GRACE, graceMs: GRACE }),
+        // the grace runs from whichever of the four parallel rotations ran first (T0 + 1 000 to 1 003)
+        await second.sessions.rotate({ token, credentialId: 'c', newTokenHash: 'h_late', newExpiresAt: T0 + DAY, now: T0 + 1_003 + GRACE, graceMs: GRACE }),
       ).toBe('reuse');
       expect(
-        await first.store.sessions.rotate({ token: { ...token, tokenHash: 'h_3' }, credentialId: 'c', newTokenHash: 'h_x', newExpiresAt: T0 + DAY, now: T0 + 2 * GRACE, graceMs: GRACE }),
+        await first.store.sessions.rotate({
+          token: { ...token, tokenHash: 'h_3' },
+          credentialId: 'c',
+          newTokenHash: 'h_x',
+          newExpiresAt: T0 + DAY,
+          now: T0 + 2 * GRACE,
+          graceMs: GRACE,
+        }),
       ).toBe('revoked');
 
-      await first.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 });
-      expect(await second.idempotency.reserve('acct-1:req-1', { owner: 'gw-2', now: T0 + 1, leaseMs: 10_000 })).toEqual({
+      await first.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
+      expect(await second.idempotency.reserve('acct-1:req-1', { owner: 'gw-2', now: T0 + 1, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
         state: 'pending',
         leaseExpiresAt: T0 + 10_000,
       });
@@ -236,10 +252,10 @@ describe('RedisStore: fail fast when Redis is unreachable (D23)', () => {
     ['sessions.createFamily', () => store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + DAY, now: T0 })],
     ['sessions.rotate', () => store.sessions.rotate({ token, credentialId: 'c', newTokenHash: 'h_new', newExpiresAt: T0 + DAY, now: T0, graceMs: GRACE })],
     ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token, credentialId: 'c', now: T0, graceMs: GRACE })],
-    ['idempotency.reserve', () => store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000 })],
+    ['idempotency.reserve', () => store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT })],
     ['idempotency.peek', () => store.idempotency.peek('acct-1:req-1', T0)],
     ['idempotency.complete', () => store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 })],
-    ['idempotency.release', () => store.idempotency.release('acct-1:req-1', 'gw-1')],
+    ['idempotency.release', () => store.idempotency.release('acct-1:req-1', { owner: 'gw-1', now: T0, keepUntil: T0 + 1000 })],
     ['lockouts.recordFailure', () => store.lockouts.recordFailure('alice', { now: T0, maxFailures: 10, lockoutMs: 60_000 })],
     ['lockouts.lockedUntil', () => store.lockouts.lockedUntil('alice', T0)],
     ['lockouts.reset', () => store.lockouts.reset('alice')],
@@ -279,7 +295,7 @@ describe('RedisStore: fail fast when Redis is unreachable (D23)', () => {
     try {
       const started = performance.now();
       await expect(early.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
-      await expect(early.idempotency.reserve('k', { owner: 'o', now: T0, leaseMs: 1_000 })).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(early.idempotency.reserve('k', { owner: 'o', now: T0, leaseMs: 1_000, attempt: ATTEMPT })).rejects.toBeInstanceOf(StoreUnavailableError);
       expect(performance.now() - started).toBeLessThan(1_500);
     } finally {
       await early.close();
@@ -296,14 +312,34 @@ describe('RedisStore: scripts that arrive after the gateway gave up change nothi
     const token = freshToken();
     await store.sessions.createFamily({ token, credentialId: 'cred-1', expiresAt: T0 + DAY, now: T0 });
 
-    await expect(late.sessions.rotate({ token, credentialId: 'cred-1', newTokenHash: 'h_late', newExpiresAt: T0 + DAY, now: T0 + 1_000, graceMs: GRACE })).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(
+      late.sessions.rotate({ token, credentialId: 'cred-1', newTokenHash: 'h_late', newExpiresAt: T0 + DAY, now: T0 + 1_000, graceMs: GRACE }),
+    ).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(late.sessions.revokeFamily({ token, credentialId: 'cred-1', now: T0 + 1_000, graceMs: GRACE })).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(late.idempotency.reserve('acct-1:req-late', { owner: 'gw-late', now: T0, leaseMs: 10_000 })).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(late.idempotency.reserve('acct-1:req-late', { owner: 'gw-late', now: T0, leaseMs: 10_000, attempt: ATTEMPT })).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
 
     // Nothing happened: the token was never rotated (so a retry more than a grace later is not
     // reuse), the family is not revoked, and the requestId is free for another claim.
     expect(await client.hget(`${prefix}rt:{${token.familyId}}:${token.tokenHash}`, 'rotatedAt')).toBeNull();
-    expect(await store.sessions.rotate({ token, credentialId: 'cred-1', newTokenHash: 'h_next', newExpiresAt: T0 + DAY, now: T0 + 2 * GRACE, graceMs: GRACE })).toBe('rotated');
-    expect(await store.idempotency.reserve('acct-1:req-late', { owner: 'gw-other', now: T0, leaseMs: 10_000 })).toEqual({ state: 'reserved' });
+    expect(
+      await store.sessions.rotate({ token, credentialId: 'cred-1', newTokenHash: 'h_next', newExpiresAt: T0 + DAY, now: T0 + 2 * GRACE, graceMs: GRACE }),
+    ).toBe('rotated');
+    expect(await store.idempotency.reserve('acct-1:req-late', { owner: 'gw-other', now: T0, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
+      state: 'reserved',
+    });
+  });
+});
+
+describe('RedisStore: rate limiters made at any time', () => {
+  it("regression: a limiter made and used while an automatic pipeline is open (the health check's PING) works", async () => {
+    const { store } = await open('limiter-pipeline');
+    await store.ping();
+    // Same tick: the PING opens an automatic pipeline, then the limiter defines its script and calls it.
+    const pinged = store.ping();
+    const consumed = store.createRateLimiter({ keyPrefix: 'rl:late:', points: 5, durationSeconds: 60 }).consume('alice');
+    await expect(consumed).resolves.toMatchObject({ consumedPoints: 1 });
+    await expect(pinged).resolves.toBeUndefined();
   });
 });

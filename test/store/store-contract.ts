@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { GatewayStore, StoredCard, TokenRef } from '../../src/store/store-types.js';
+import type { GatewayStore, StoredCard, StoreTopology, TokenRef } from '../../src/store/store-types.js';
 
 /** Instants are explicit: no sleeps, no fake timers. */
 const T0 = 1_700_000_000_000;
@@ -10,10 +10,13 @@ const DAY = 24 * 60 * 60 * 1000;
 const LEASE = 10_000;
 const CRED = 'cred-alice';
 const OTHER_CRED = 'cred-bob';
+/** The attempt an owner claims a key with; `previous` reports the first one of a released claim (D31). */
+const attemptOf = (owner: string) => ({ fingerprint: `fp-${owner}`, requestedCardLimit: 1000, credentialId: `cred-${owner}` });
 
 export function sampleRecord(overrides: Partial<StoredCard['card']> = {}): StoredCard {
   return {
     fingerprint: 'f'.repeat(64),
+    creator: 'cred-alice',
     card: {
       cardId: `card_${randomUUID()}`,
       maskedPan: '************4242',
@@ -34,7 +37,7 @@ export function sampleRecord(overrides: Partial<StoredCard['card']> = {}): Store
  * The contract every GatewayStore implementation keeps (D3-D6, D11, D11a, D16-D18), run once per
  * implementation. `make` returns a fresh, empty store for each test.
  */
-export function storeContract(name: string, make: () => Promise<{ store: GatewayStore; cleanup(): Promise<void> }>): void {
+export function storeContract(name: string, make: () => Promise<{ store: GatewayStore; cleanup(): Promise<void> }>, topology?: StoreTopology): void {
   describe(`GatewayStore contract: ${name}`, () => {
     let store: GatewayStore;
     let cleanup: (() => Promise<void>) | undefined;
@@ -72,8 +75,7 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
       return { outcome, next };
     }
 
-    const revoke = (token: TokenRef, now: number, credentialId = CRED) =>
-      store.sessions.revokeFamily({ token, credentialId, now, graceMs: GRACE });
+    const revoke = (token: TokenRef, now: number, credentialId = CRED) => store.sessions.revokeFamily({ token, credentialId, now, graceMs: GRACE });
 
     describe('sessions: rotation (D3, D5)', () => {
       it('rotates a fresh token and the new token rotates in turn', async () => {
@@ -223,7 +225,9 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
 
       it('grants one of 20 parallel reservations of a key; the others see it pending', async () => {
         const results = await Promise.all(
-          Array.from({ length: 20 }, (_, i) => store.idempotency.reserve('acct:req-race', { owner: `gw-${i}`, now: T0, leaseMs: LEASE })),
+          Array.from({ length: 20 }, (_, i) =>
+            store.idempotency.reserve('acct:req-race', { owner: `gw-${i}`, now: T0, leaseMs: LEASE, attempt: attemptOf(`gw-${i}`) }),
+          ),
         );
         expect(results.filter((r) => r.state === 'reserved')).toHaveLength(1);
         const pending = results.filter((r) => r.state === 'pending');
@@ -237,19 +241,19 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
 
       it('reserves a free key, and peek of a free key says reserved', async () => {
         expect(await store.idempotency.peek(KEY, T0)).toEqual({ state: 'reserved' });
-        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') })).toEqual({ state: 'reserved' });
       });
 
       it('answers reserved again to the same owner (a re-sent reserve stays its own)', async () => {
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
-        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0 + 1, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
+        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0 + 1, leaseMs: LEASE, attempt: attemptOf('a') })).toEqual({ state: 'reserved' });
         // still a claim: another owner is kept out
-        expect((await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 2, leaseMs: LEASE })).state).toBe('pending');
+        expect((await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 2, leaseMs: LEASE, attempt: attemptOf('b') })).state).toBe('pending');
       });
 
       it('answers pending with the lease end to another owner, and to peek', async () => {
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
-        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 1, leaseMs: LEASE })).toEqual({
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 1, leaseMs: LEASE, attempt: attemptOf('b') })).toEqual({
           state: 'pending',
           leaseExpiresAt: T0 + LEASE,
         });
@@ -258,57 +262,91 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
 
       it('serves the completed record, deep-equal, to peek and to any later reserve', async () => {
         const record = sampleRecord();
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
         await store.idempotency.complete(KEY, { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 500 });
         expect(await store.idempotency.peek(KEY, T0 + 600)).toEqual({ state: 'completed', record });
-        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 700, leaseMs: LEASE })).toEqual({ state: 'completed', record });
-        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0 + DAY - 1, leaseMs: LEASE })).toEqual({ state: 'completed', record });
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 700, leaseMs: LEASE, attempt: attemptOf('b') })).toEqual({
+          state: 'completed',
+          record,
+        });
+        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0 + DAY - 1, leaseMs: LEASE, attempt: attemptOf('a') })).toEqual({
+          state: 'completed',
+          record,
+        });
       });
 
       it('frees the key once the completed record expires', async () => {
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
         await store.idempotency.complete(KEY, { owner: 'a', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 500 });
         expect(await store.idempotency.peek(KEY, T0 + DAY)).toEqual({ state: 'reserved' });
-        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + DAY, leaseMs: LEASE })).toEqual({ state: 'reserved' });
-        expect((await store.idempotency.reserve(KEY, { owner: 'c', now: T0 + DAY + 1, leaseMs: LEASE })).state).toBe('pending');
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + DAY, leaseMs: LEASE, attempt: attemptOf('b') })).toEqual({ state: 'reserved' });
+        expect((await store.idempotency.reserve(KEY, { owner: 'c', now: T0 + DAY + 1, leaseMs: LEASE, attempt: attemptOf('c') })).state).toBe('pending');
       });
 
-      it('lets another owner take over a claim whose lease ran out, not before', async () => {
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
-        expect((await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + LEASE - 1, leaseMs: LEASE })).state).toBe('pending');
-        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + LEASE, leaseMs: LEASE })).toEqual({ state: 'reserved' });
-        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0 + LEASE + 1, leaseMs: LEASE })).toEqual({
+      it('lets another owner take over a claim whose lease ran out, not before, carrying its attempt forward', async () => {
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
+        expect((await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + LEASE - 1, leaseMs: LEASE, attempt: attemptOf('b') })).state).toBe('pending');
+        // the dead gateway's forward may have made the card: its attempt is the card's (D31)
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + LEASE, leaseMs: LEASE, attempt: attemptOf('b') })).toEqual({
+          state: 'reserved',
+          previous: attemptOf('a'),
+        });
+        expect(await store.idempotency.reserve(KEY, { owner: 'a', now: T0 + LEASE + 1, leaseMs: LEASE, attempt: attemptOf('a') })).toEqual({
           state: 'pending',
           leaseExpiresAt: T0 + 2 * LEASE,
         });
       });
 
-      it('frees the key when its owner releases it', async () => {
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
-        await store.idempotency.release(KEY, 'a');
-        expect(await store.idempotency.peek(KEY, T0 + 1)).toEqual({ state: 'reserved' });
-        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 1, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+      it('frees the key when its owner releases it, remembering the first attempt (D31)', async () => {
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
+        await store.idempotency.release(KEY, { owner: 'a', now: T0, keepUntil: T0 + DAY });
+        expect(await store.idempotency.peek(KEY, T0 + 1)).toEqual({ state: 'reserved', previous: attemptOf('a') });
+        expect(await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 1, leaseMs: LEASE, attempt: attemptOf('b') })).toEqual({
+          state: 'reserved',
+          previous: attemptOf('a'),
+        });
+      });
+
+      it('carries the first attempt through several failed retries, until it expires', async () => {
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
+        await store.idempotency.release(KEY, { owner: 'a', now: T0 + 1, keepUntil: T0 + DAY });
+        await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 2, leaseMs: LEASE, attempt: attemptOf('b') });
+        await store.idempotency.release(KEY, { owner: 'b', now: T0 + 3, keepUntil: T0 + DAY + 3 });
+        expect(await store.idempotency.reserve(KEY, { owner: 'c', now: T0 + 4, leaseMs: LEASE, attempt: attemptOf('c') })).toEqual({
+          state: 'reserved',
+          previous: attemptOf('a'),
+        });
+        // a re-sent reserve of the owner sees the same
+        expect(await store.idempotency.reserve(KEY, { owner: 'c', now: T0 + 5, leaseMs: LEASE, attempt: attemptOf('c') })).toEqual({
+          state: 'reserved',
+          previous: attemptOf('a'),
+        });
+        await store.idempotency.release(KEY, { owner: 'c', now: T0 + 6, keepUntil: T0 + 100 });
+        // past keepUntil the released attempt is forgotten
+        expect(await store.idempotency.peek(KEY, T0 + 100)).toEqual({ state: 'reserved', previous: undefined });
+        const fresh = await store.idempotency.reserve(KEY, { owner: 'd', now: T0 + 100, leaseMs: LEASE, attempt: attemptOf('d') });
+        expect(fresh.state === 'reserved' && fresh.previous).toBeFalsy();
       });
 
       it('keeps the claim when someone else releases it', async () => {
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
-        await store.idempotency.release(KEY, 'b');
-        expect((await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 1, leaseMs: LEASE })).state).toBe('pending');
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
+        await store.idempotency.release(KEY, { owner: 'b', now: T0, keepUntil: T0 + DAY });
+        expect((await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + 1, leaseMs: LEASE, attempt: attemptOf('b') })).state).toBe('pending');
       });
 
       it('does not release a completed record', async () => {
         const record = sampleRecord();
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
         await store.idempotency.complete(KEY, { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 1 });
-        await store.idempotency.release(KEY, 'a');
+        await store.idempotency.release(KEY, { owner: 'a', now: T0 + 1, keepUntil: T0 + DAY });
         expect(await store.idempotency.peek(KEY, T0 + 2)).toEqual({ state: 'completed', record });
       });
 
       it('ignores a completion by the former owner after a takeover', async () => {
         const late = sampleRecord({ cardId: 'card_late' });
         const winner = sampleRecord({ cardId: 'card_winner' });
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
-        await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + LEASE, leaseMs: LEASE });
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
+        await store.idempotency.reserve(KEY, { owner: 'b', now: T0 + LEASE, leaseMs: LEASE, attempt: attemptOf('b') });
         await store.idempotency.complete(KEY, { owner: 'a', record: late, expiresAt: T0 + DAY, now: T0 + LEASE + 1 });
         expect(await store.idempotency.peek(KEY, T0 + LEASE + 2)).toEqual({ state: 'pending', leaseExpiresAt: T0 + 2 * LEASE });
         await store.idempotency.complete(KEY, { owner: 'b', record: winner, expiresAt: T0 + DAY, now: T0 + LEASE + 3 });
@@ -317,7 +355,7 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
 
       it('does not overwrite a completed record', async () => {
         const first = sampleRecord({ cardId: 'card_first' });
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
         await store.idempotency.complete(KEY, { owner: 'a', record: first, expiresAt: T0 + DAY, now: T0 + 1 });
         await store.idempotency.complete(KEY, { owner: 'a', record: sampleRecord({ cardId: 'card_second' }), expiresAt: T0 + DAY, now: T0 + 2 });
         expect(await store.idempotency.peek(KEY, T0 + 3)).toEqual({ state: 'completed', record: first });
@@ -325,16 +363,21 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
 
       it('keeps keys independent', async () => {
         const record = sampleRecord();
-        await store.idempotency.reserve('acct-1:req-a', { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.reserve('acct-1:req-a', { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
         await store.idempotency.complete('acct-1:req-a', { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 1 });
-        expect(await store.idempotency.reserve('acct-1:req-b', { owner: 'b', now: T0 + 2, leaseMs: LEASE })).toEqual({ state: 'reserved' });
-        expect(await store.idempotency.reserve('acct-2:req-a', { owner: 'c', now: T0 + 2, leaseMs: LEASE })).toEqual({ state: 'reserved' });
+        expect(await store.idempotency.reserve('acct-1:req-b', { owner: 'b', now: T0 + 2, leaseMs: LEASE, attempt: attemptOf('b') })).toEqual({
+          state: 'reserved',
+        });
+        expect(await store.idempotency.reserve('acct-2:req-a', { owner: 'c', now: T0 + 2, leaseMs: LEASE, attempt: attemptOf('c') })).toEqual({
+          state: 'reserved',
+        });
         expect(await store.idempotency.peek('acct-1:req-a', T0 + 3)).toEqual({ state: 'completed', record });
       });
 
       it('round-trips every field of a StoredCard, odd characters included', async () => {
         const record: StoredCard = {
           fingerprint: '0123456789abcdef'.repeat(4),
+          creator: 'cred-ünïcødé',
           card: {
             cardId: 'card_ünïcødé "quoted" \\ {braces}',
             maskedPan: '***********0005',
@@ -348,7 +391,7 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
           },
           sealedSecrets: 'A'.repeat(200),
         };
-        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE });
+        await store.idempotency.reserve(KEY, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
         await store.idempotency.complete(KEY, { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 1 });
         expect(await store.idempotency.peek(KEY, T0 + 2)).toStrictEqual({ state: 'completed', record });
       });
@@ -439,6 +482,14 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
         await expect(refresh.consume('alice')).resolves.toMatchObject({ remainingPoints: 4 });
         expect(await rejection(login.consume('alice'))).toBeInstanceOf(RateLimiterRes);
       });
+    });
+
+    it('describes its topology, and says up once it has answered a ping, with nothing left to repair', async () => {
+      await store.ping();
+      const described = store.describe();
+      expect(described.topology).toBe(topology ?? described.topology);
+      expect(described).toMatchObject({ up: true, pendingRepairs: 0, unacknowledgedRecords: 0 });
+      if (described.topology !== 'memory') expect(described.masters.length).toBeGreaterThan(0);
     });
 
     it('answers ping', async () => {

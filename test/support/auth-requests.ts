@@ -58,7 +58,12 @@ export async function refreshOk(gw: TestGateway, accessToken: string, refreshTok
 }
 
 /** The D20 envelope with the exact status and message; `correlationId` is the response's X-Correlation-Id. */
-export function expectEnvelope(response: LightMyRequestResponse, status: number, message: string, details: Record<string, unknown> = {}): Record<string, unknown> {
+export function expectEnvelope(
+  response: LightMyRequestResponse,
+  status: number,
+  message: string,
+  details: Record<string, unknown> = {},
+): Record<string, unknown> {
   expect({ status: response.statusCode, body: response.body }).toMatchObject({ status });
   const body = response.json<Record<string, unknown>>();
   const correlationId = response.headers['x-correlation-id'];

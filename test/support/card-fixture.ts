@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { CardResponse } from '../../src/cards/card-schemas.js';
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector, type SandboxMode, type SandboxStats } from '../../src/connector/sandbox/sandbox-connector.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
 import { RELAXED_LIMITS } from './auth-requests.js';
@@ -50,7 +50,13 @@ export function fullCardBody(overrides: Record<string, unknown> = {}): Record<st
 }
 
 /** POST /api/v1/issuing/cards as a JSON client; `query` like `revealDetails=true`. */
-export function createCard(gw: TestGateway, token: string | undefined, body: unknown, query?: string, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+export function createCard(
+  gw: TestGateway,
+  token: string | undefined,
+  body: unknown,
+  query?: string,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
   return gw.inject({
     method: 'POST',
     url: query ? `${CARDS}?${query}` : CARDS,
@@ -83,7 +89,9 @@ export function expectError(response: LightMyRequestResponse, status: number, me
 export function expectFieldError(response: LightMyRequestResponse, path: string, message?: string | RegExp): ErrorAnswer {
   const body = expectError(response, 400, 'Request validation failed');
   const fields = body.details.fields ?? [];
-  const hit = fields.find((field) => field.path === path && (message === undefined || (typeof message === 'string' ? field.message === message : message.test(field.message))));
+  const hit = fields.find(
+    (field) => field.path === path && (message === undefined || (typeof message === 'string' ? field.message === message : message.test(field.message))),
+  );
   expect(hit, `expected a problem at ${path}${message ? ` (${String(message)})` : ''}, got ${JSON.stringify(fields)}`).toBeDefined();
   return body;
 }
@@ -95,8 +103,15 @@ export async function connectorStats(connector: RunningSandboxConnector): Promis
   return (await response.json()) as SandboxStats;
 }
 
-export async function setConnectorMode(connector: RunningSandboxConnector, mode: { mode: SandboxMode; delayMs?: number; status?: number; count?: number }): Promise<void> {
-  const response = await fetch(`${connector.url}/__control/mode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(mode) });
+export async function setConnectorMode(
+  connector: RunningSandboxConnector,
+  mode: { mode: SandboxMode; delayMs?: number; status?: number; count?: number },
+): Promise<void> {
+  const response = await fetch(`${connector.url}/__control/mode`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(mode),
+  });
   expect(response.status, await response.text()).toBe(200);
 }
 

@@ -7,8 +7,8 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import selfsigned from 'selfsigned';
 import { stringify } from 'yaml';
 import { buildGateway, type Gateway, type GatewayDependencies } from '../../src/app.js';
-import { hashPassword } from '../../src/auth/password-hash.js';
-import { ManualClock } from '../../src/clock.js';
+import { hashPassword } from '../../src/foundation/password-hash.js';
+import { ManualClock } from '../../src/foundation/clock.js';
 import { loadConfig, type GatewayConfig } from '../../src/config/load-config.js';
 import { MemoryAuditSink } from '../../src/observability/audit.js';
 import { createLogger } from '../../src/observability/logger.js';
@@ -50,6 +50,8 @@ export interface TestKeys {
   /** Public half of otherSigningKey, for rotation tests. */
   otherPublicKey: string;
   cardKey: string;
+  /** A connector shared secret (mode 0600), for production-shaped configs. */
+  connectorSecret: string;
 }
 
 let keysPromise: Promise<TestKeys> | undefined;
@@ -63,7 +65,16 @@ export function testKeys(): Promise<TestKeys> {
       keyType: 'ec',
       curve: 'P-256',
       algorithm: 'sha256',
-      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] }],
+      extensions: [
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 2, value: 'localhost' },
+            { type: 7, ip: '127.0.0.1' },
+            { type: 7, ip: '::1' },
+          ],
+        },
+      ],
     });
     const write = (name: string, content: string) => {
       const path = join(dir, name);
@@ -80,6 +91,7 @@ export function testKeys(): Promise<TestKeys> {
       otherSigningKey: write('other-signing.key', other.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()),
       otherPublicKey: write('other-signing.pub', other.publicKey.export({ type: 'spki', format: 'pem' }).toString()),
       cardKey: write('card.key', randomBytes(32).toString('base64')),
+      connectorSecret: write('connector.secret', randomBytes(24).toString('base64url')),
     };
   })();
   return keysPromise;
@@ -112,7 +124,7 @@ export async function rawTestConfig(overrides: RawConfig = {}): Promise<RawConfi
     },
     credentialsFile: 'credentials.yaml',
     issuingAccounts: { 'acct-eu': { currencies: ['EUR', 'USD'] }, 'acct-uk': { currencies: ['GBP'] } },
-    cards: { encryptionKey: { file: keys.cardKey } },
+    cards: { encryptionKey: { kid: 'card-1', key: { file: keys.cardKey } } },
     audit: { file: 'audit.jsonl' },
     logging: { level: 'info' },
   };
@@ -124,6 +136,20 @@ export async function rawTestConfig(overrides: RawConfig = {}): Promise<RawConfi
         : value;
   }
   return base;
+}
+
+/**
+ * What `environment: production` insists on (D32): a Redis store and a connector reached over
+ * https that can authenticate the gateway. Tests that inject their own store and never reach
+ * the connector merge these into a production config.
+ */
+export async function productionSafeOverrides(): Promise<RawConfig> {
+  const keys = await testKeys();
+  return {
+    environment: 'production',
+    store: { kind: 'redis', redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'test:production-shaped:' } },
+    connector: { url: 'https://127.0.0.1:9', timeoutMs: 1000, sharedSecret: { file: keys.connectorSecret } },
+  };
 }
 
 function hashFor(password: string): Promise<string> {
@@ -236,8 +262,7 @@ export async function createTestGateway(options: TestGatewayOptions = {}): Promi
     store,
     audit,
     logs,
-    inject: (injectOptions) =>
-      gateway.app.inject({ ...injectOptions, headers: { 'x-forwarded-proto': 'https', ...(injectOptions.headers ?? {}) } }),
+    inject: (injectOptions) => gateway.app.inject({ ...injectOptions, headers: { 'x-forwarded-proto': 'https', ...(injectOptions.headers ?? {}) } }),
     close: async () => {
       await gateway.app.close();
       await gateway.admin.close();

@@ -11,8 +11,6 @@ import { answersPing } from './redis-ping.js';
  */
 let privateServer: ChildProcess | undefined;
 
-
-
 async function startPrivateRedis(): Promise<string | undefined> {
   const port = await freePort();
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });

@@ -23,7 +23,6 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
-
 async function launch(port: number): Promise<ChildProcess> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   await new Promise<void>((resolve, reject) => {

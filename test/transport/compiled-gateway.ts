@@ -21,13 +21,14 @@ export async function compileEntryPoint(): Promise<CompiledEntryPoint> {
   const tsc = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
   const output = await new Promise<string>((resolve) => {
     // Type errors elsewhere in src/ still emit JavaScript; only a missing entry point fails here.
-    execFile(process.execPath, [tsc, '-p', 'src/tsconfig.json', '--outDir', outDir, '--sourceMap', 'false'], { cwd: REPO }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`));
+    execFile(process.execPath, [tsc, '-p', 'src/tsconfig.json', '--outDir', outDir, '--sourceMap', 'false'], { cwd: REPO }, (_error, stdout, stderr) =>
+      resolve(`${stdout}${stderr}`),
+    );
   });
   const mainJs = join(outDir, 'src', 'main.js');
   if (!existsSync(mainJs)) throw new Error(`tsc did not emit ${mainJs}:\n${output}`);
   return { mainJs, remove: () => rmSync(outDir, { recursive: true, force: true }) };
 }
-
 
 export interface SpawnedGateway {
   child: ChildProcess;
@@ -42,7 +43,11 @@ export interface SpawnedGateway {
 }
 
 export function spawnGateway(mainJs: string, configFile: string): SpawnedGateway {
-  const child = spawn(process.execPath, [mainJs, '--config', configFile], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GATEWAY_CONFIG: '' } });
+  const child = spawn(process.execPath, [mainJs, '--config', configFile], {
+    cwd: REPO,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, GATEWAY_CONFIG: '' },
+  });
   const stdout: string[] = [];
   let pending = '';
   let stderr = '';

@@ -136,10 +136,19 @@ describe('SIGTERM to the real process', () => {
     );
     gateway = spawnGateway(entry.mainJs, written.file);
     const listening = await gateway.waitForLog((line) => line['msg'] === 'gateway listening');
-    expect(listening).toMatchObject({ environment: 'sandbox', https: `https://127.0.0.1:${https}`, plainHttp: `http://127.0.0.1:${plain}`, admin: `http://127.0.0.1:${admin}` });
+    expect(listening).toMatchObject({
+      environment: 'sandbox',
+      https: `https://127.0.0.1:${https}`,
+      plainHttp: `http://127.0.0.1:${plain}`,
+      admin: `http://127.0.0.1:${admin}`,
+    });
 
     const ca = await testCertificatePem();
-    const login = await realRequest(`https://127.0.0.1:${https}/api/v1/auth/login`, { ca, method: 'POST', body: JSON.stringify({ username: 'full', password: PASSWORD }) });
+    const login = await realRequest(`https://127.0.0.1:${https}/api/v1/auth/login`, {
+      ca,
+      method: 'POST',
+      body: JSON.stringify({ username: 'full', password: PASSWORD }),
+    });
     expect(login.status).toBe(200);
 
     gateway.child.kill('SIGTERM');

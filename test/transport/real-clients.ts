@@ -28,16 +28,12 @@ export function realRequest(url: string, options: RealRequestOptions = {}): Prom
     headers['content-length'] = String(Buffer.byteLength(options.body));
   }
   return new Promise((resolve, reject) => {
-    const req = send(
-      target,
-      { method: options.method ?? 'GET', headers, agent: false, ...(options.ca !== undefined && { ca: options.ca }) },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
+    const req = send(target, { method: options.method ?? 'GET', headers, agent: false, ...(options.ca !== undefined && { ca: options.ca }) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
     req.on('error', reject);
     req.end(options.body);
   });
@@ -89,7 +85,12 @@ export function parseRawResponse(raw: string): { status: number; headers: Record
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function waitFor<T>(what: string | (() => string), check: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000, intervalMs = 25): Promise<T> {
+export async function waitFor<T>(
+  what: string | (() => string),
+  check: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 10_000,
+  intervalMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { startSandboxConnector } from './sandbox-connector.js';
 
 // Standalone entry of the sandbox processor-connector for the local run and the benchmarks.
@@ -10,13 +11,23 @@ if (!/^\d+$/.test(portText) || port > 65_535) {
 }
 const secret = env['SANDBOX_CONNECTOR_SECRET'];
 
+/** HTTPS with SANDBOX_CONNECTOR_TLS_CERT and _KEY (PEM files); mutual TLS when SANDBOX_CONNECTOR_TLS_CLIENT_CA names the CA of the gateway's client certificate. */
+function tlsFromEnv(): { cert: Buffer; key: Buffer; ca?: Buffer } | undefined {
+  const [cert, key, ca] = ['SANDBOX_CONNECTOR_TLS_CERT', 'SANDBOX_CONNECTOR_TLS_KEY', 'SANDBOX_CONNECTOR_TLS_CLIENT_CA'].map((name) => env[name] || undefined);
+  if (!cert && !key && !ca) return undefined;
+  if (!cert || !key) throw new TypeError('SANDBOX_CONNECTOR_TLS_CERT and SANDBOX_CONNECTOR_TLS_KEY go together');
+  return { cert: readFileSync(cert), key: readFileSync(key), ...(ca && { ca: readFileSync(ca) }) };
+}
+const tls = tlsFromEnv();
+
 const connector = await startSandboxConnector({
   host,
   port,
   controls: env['SANDBOX_CONNECTOR_CONTROLS'] === 'true',
   ...(secret !== undefined && secret !== '' ? { sharedSecret: secret } : {}),
+  ...(tls && { tls }),
 });
-process.stdout.write(`sandbox connector listening on ${connector.url}\n`);
+process.stdout.write(`sandbox connector listening on ${connector.url}${tls?.ca ? ' (mutual TLS: client certificates required)' : ''}\n`);
 
 let closing = false;
 const shutdown = (): void => {

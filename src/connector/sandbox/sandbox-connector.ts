@@ -3,6 +3,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import {
+  CONNECTOR_HEADERS,
+  CONNECTOR_PATHS,
+  connectorIdempotencyKey,
+  describeContractError,
+  isConnectorCardRequest,
+  type ConnectorCard,
+  type ConnectorCardRequest,
+} from '../connector-contract.js';
 import { luhnCheckDigit } from './luhn.js';
 
 /** Options of the sandbox processor-connector. */
@@ -27,21 +36,19 @@ export interface SandboxConnectorOptions {
   tls?: { cert: string | Buffer; key: string | Buffer; ca?: string | Buffer };
 }
 
-/** The card record the connector contract answers with. */
-export interface SandboxCard {
-  cardId: string;
-  pan: string;
-  cvc: string;
-  expMonth: number;
-  expYear: number;
-  status: 'active';
-  cardLimit: number;
-  currency: string;
-  createdAt: string;
-}
+/** The card record the connector contract answers with; the sandbox makes only active ones. */
+export type SandboxCard = ConnectorCard & { status: 'active' };
 
 /** Fault and behaviour modes of `POST /__control/mode`. */
-export type SandboxMode = 'normal' | 'fail' | 'delay' | 'reset' | 'partial' | 'garbage' | 'wrong-shape' | 'unhealthy';
+export type SandboxMode = 'normal' | 'fail' | 'delay' | 'drip' | 'reset' | 'partial' | 'garbage' | 'wrong-shape' | 'unhealthy';
+
+/** One request as it reached the connector: what a test checks to prove nothing else leaks upstream. */
+export interface ReceivedRequest {
+  method: string;
+  /** The request target exactly as sent (path and any query string). */
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+}
 
 /** Answer of `GET /__control/stats`. */
 export interface SandboxStats {
@@ -50,7 +57,12 @@ export interface SandboxStats {
   lastHeaders: Record<string, string | string[] | undefined> | null;
   lastBody: unknown;
   keys: string[];
+  /** The last {@link RECEIVED_LOG_SIZE} requests to `/v1/cards`, oldest first. */
+  received: ReceivedRequest[];
 }
+
+/** How many requests `received` keeps. */
+export const RECEIVED_LOG_SIZE = 200;
 
 interface ModeState {
   mode: SandboxMode;
@@ -71,15 +83,12 @@ const PAN_LENGTH = 16;
 const DEFAULT_EXPIRY_MONTHS = 36;
 const DEFAULT_DELAY_MS = 1000;
 const DEFAULT_FAIL_STATUS = 500;
-const MODES: readonly SandboxMode[] = ['normal', 'fail', 'delay', 'reset', 'partial', 'garbage', 'wrong-shape', 'unhealthy'];
+const MODES: readonly SandboxMode[] = ['normal', 'fail', 'delay', 'drip', 'reset', 'partial', 'garbage', 'wrong-shape', 'unhealthy'];
 const NORMAL: ModeState = { mode: 'normal', delayMs: 0, status: DEFAULT_FAIL_STATUS, remaining: undefined };
 
 class BadRequest extends Error {
   readonly statusCode = 400;
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
@@ -92,23 +101,17 @@ interface CardRequest {
 }
 
 function parseCardRequest(body: unknown, key: string): CardRequest {
-  if (!isRecord(body)) throw new BadRequest('body must be a JSON object');
-  const { requestId, issuingAccount, cardLimit, currency, config, metadata } = body;
-  if (typeof requestId !== 'string' || requestId === '') throw new BadRequest('requestId must be a non-empty string');
-  if (typeof issuingAccount !== 'string' || issuingAccount === '') throw new BadRequest('issuingAccount must be a non-empty string');
-  if (typeof cardLimit !== 'number' || !Number.isSafeInteger(cardLimit) || cardLimit <= 0) {
-    throw new BadRequest('cardLimit must be a positive integer');
-  }
-  if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) throw new BadRequest('currency must be three uppercase letters');
-  if (config !== undefined && !isRecord(config)) throw new BadRequest('config must be an object');
-  if (metadata !== undefined && !isRecord(metadata)) throw new BadRequest('metadata must be an object');
-  const expiry = config?.['expiryDuration'] ?? DEFAULT_EXPIRY_MONTHS;
-  if (typeof expiry !== 'number' || !Number.isInteger(expiry) || expiry < 1 || expiry > 60) {
-    throw new BadRequest('config.expiryDuration must be an integer 1..60');
-  }
+  if (!isConnectorCardRequest(body)) throw new BadRequest(describeContractError(isConnectorCardRequest.errors));
+  const request: ConnectorCardRequest = body;
   // A gateway that builds the key from anything else would break D17's retry guarantee.
-  if (key !== `${issuingAccount}:${requestId}`) throw new BadRequest('Idempotency-Key must be issuingAccount:requestId');
-  return { requestId, issuingAccount, cardLimit, currency, expiryMonths: expiry };
+  if (key !== connectorIdempotencyKey(request.issuingAccount, request.requestId)) throw new BadRequest('Idempotency-Key must be issuingAccount:requestId');
+  return {
+    requestId: request.requestId,
+    issuingAccount: request.issuingAccount,
+    cardLimit: request.cardLimit,
+    currency: request.currency,
+    expiryMonths: request.config?.expiryDuration ?? DEFAULT_EXPIRY_MONTHS,
+  };
 }
 
 /**
@@ -130,6 +133,7 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
   let requestsReceived = 0;
   let lastHeaders: SandboxStats['lastHeaders'] = null;
   let lastBody: unknown = null;
+  const received: ReceivedRequest[] = [];
   // Resolvers of pending `delay` answers, released on close so shutdown never waits them out.
   const pendingDelays = new Set<() => void>();
 
@@ -228,7 +232,7 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
 
   const secretMatches = (request: FastifyRequest): boolean => {
     if (secretDigest === undefined) return true;
-    const presented = request.headers['x-gateway-secret'];
+    const presented = request.headers[CONNECTOR_HEADERS.gatewaySecret];
     return typeof presented === 'string' && timingSafeEqual(digest(presented), secretDigest);
   };
 
@@ -246,14 +250,45 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
     raw.write(whole.slice(0, 20), () => raw.socket?.destroy());
   };
 
-  app.get('/health', async (_request, reply) =>
-    state.mode === 'unhealthy' ? reply.code(503).send({ status: 'unavailable' }) : { status: 'ok' },
-  );
+  // A connector that answers a byte at a time (a slow or congested processor): the status and
+  // headers at once, then one byte of the card every `delayMs`, until the client gives up.
+  const sendDrip = (reply: FastifyReply, card: SandboxCard, status: number, everyMs: number): void => {
+    reply.hijack();
+    const raw = reply.raw;
+    const whole = Buffer.from(JSON.stringify(card));
+    raw.writeHead(status, { 'content-type': 'application/json', 'content-length': String(whole.length) });
+    let sent = 0;
+    const next = (): void => {
+      if (raw.destroyed || sent >= whole.length) {
+        pendingDelays.delete(stop);
+        if (!raw.destroyed) raw.end();
+        return;
+      }
+      raw.write(whole.subarray(sent, sent + 1));
+      sent += 1;
+      timer = setTimeout(next, everyMs);
+    };
+    let timer = setTimeout(next, 0);
+    const stop = (): void => {
+      clearTimeout(timer);
+      pendingDelays.delete(stop);
+      raw.destroy();
+    };
+    pendingDelays.add(stop);
+    raw.once('close', () => {
+      clearTimeout(timer);
+      pendingDelays.delete(stop);
+    });
+  };
 
-  app.post('/v1/cards', {
+  app.get(CONNECTOR_PATHS.health, async (_request, reply) => (state.mode === 'unhealthy' ? reply.code(503).send({ status: 'unavailable' }) : { status: 'ok' }));
+
+  app.post(CONNECTOR_PATHS.createCard, {
     onRequest: async (request, reply) => {
       requestsReceived += 1;
       lastHeaders = { ...request.headers };
+      received.push({ method: request.method, url: request.raw.url ?? '', headers: { ...request.headers } });
+      if (received.length > RECEIVED_LOG_SIZE) received.shift();
       lastBody = null;
       if (!secretMatches(request)) return reply.code(401).send({ message: 'gateway secret missing or wrong' });
       return undefined;
@@ -275,12 +310,13 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
         default:
           break;
       }
-      const key = request.headers['idempotency-key'];
+      const key = request.headers[CONNECTOR_HEADERS.idempotencyKey];
       if (typeof key !== 'string' || key === '') throw new BadRequest('Idempotency-Key header is required');
       const input = parseCardRequest(request.body, key);
       const existing = cards.get(key);
       const card = existing ?? createCard(input);
       if (existing === undefined) cards.set(key, card);
+      if (mode.mode === 'drip') return sendDrip(reply, card, existing === undefined ? 201 : 200, mode.delayMs);
       if (mode.mode === 'delay') await wait(mode.delayMs);
       if (existing !== undefined) reply.code(200).header('idempotent-replayed', 'true');
       else reply.code(201);
@@ -305,9 +341,7 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
       },
       handler: async (request) => {
         const { mode, delayMs, status, count } = request.body;
-        state = mode === 'normal'
-          ? NORMAL
-          : { mode, delayMs: delayMs ?? DEFAULT_DELAY_MS, status: status ?? DEFAULT_FAIL_STATUS, remaining: count };
+        state = mode === 'normal' ? NORMAL : { mode, delayMs: delayMs ?? DEFAULT_DELAY_MS, status: status ?? DEFAULT_FAIL_STATUS, remaining: count };
         return { ok: true };
       },
     });
@@ -318,6 +352,7 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
       lastHeaders,
       lastBody,
       keys: [...cards.keys()],
+      received: [...received],
     }));
 
     app.post('/__control/reset', async () => {
@@ -327,6 +362,7 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
       requestsReceived = 0;
       lastHeaders = null;
       lastBody = null;
+      received.length = 0;
       return { ok: true };
     });
   }
@@ -343,9 +379,7 @@ export interface RunningSandboxConnector {
 }
 
 /** Builds and starts a sandbox connector; `port: 0` picks a free port. */
-export async function startSandboxConnector(
-  options: SandboxConnectorOptions & { host?: string; port?: number } = {},
-): Promise<RunningSandboxConnector> {
+export async function startSandboxConnector(options: SandboxConnectorOptions & { host?: string; port?: number } = {}): Promise<RunningSandboxConnector> {
   const { host = '127.0.0.1', port = 0, ...rest } = options;
   const app = buildSandboxConnector(rest);
   await app.listen({ host, port });

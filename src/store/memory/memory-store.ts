@@ -1,14 +1,18 @@
-import { RateLimiterMemory, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type {
+  ClaimAttempt,
   GatewayStore,
   IdempotencyStore,
+  Limiter,
   LimiterOptions,
   LockoutStore,
   Reservation,
   RevokeOutcome,
   RotateOutcome,
   SessionStore,
+  StoreDescription,
   StoredCard,
+  StoreEvent,
 } from '../store-types.js';
 
 /**
@@ -28,7 +32,8 @@ interface TokenRecord {
   rotatedAt: number | undefined;
 }
 type IdempotencyRecord =
-  | { state: 'pending'; owner: string; leaseExpiresAt: number }
+  | { state: 'pending'; owner: string; leaseExpiresAt: number; first: ClaimAttempt; hadPrevious: boolean }
+  | { state: 'released'; first: ClaimAttempt; expiresAt: number }
   | { state: 'completed'; record: StoredCard; expiresAt: number };
 
 class MemorySessions implements SessionStore {
@@ -78,25 +83,26 @@ class MemorySessions implements SessionStore {
 class MemoryIdempotency implements IdempotencyStore {
   readonly records = new Map<string, IdempotencyRecord>();
 
-  async reserve(key: string, { owner, now, leaseMs }: { owner: string; now: number; leaseMs: number }): Promise<Reservation> {
+  async reserve(key: string, { owner, now, leaseMs, attempt }: { owner: string; now: number; leaseMs: number; attempt: ClaimAttempt }): Promise<Reservation> {
     // Synchronous from read to write: an await here would let parallel reserves all win.
     const existing = this.records.get(key);
-    if (existing?.state === 'pending' && existing.owner === owner && existing.leaseExpiresAt > now) return { state: 'reserved' };
-    const current = this.#peekNow(key, now);
-    if (current.state !== 'reserved') return current;
-    this.records.set(key, { state: 'pending', owner, leaseExpiresAt: now + leaseMs });
-    return { state: 'reserved' };
+    if (existing?.state === 'completed' && existing.expiresAt > now) return { state: 'completed', record: existing.record };
+    if (existing?.state === 'pending' && existing.leaseExpiresAt > now) {
+      // Our own claim seen again: still ours.
+      if (existing.owner === owner) return { state: 'reserved', previous: existing.hadPrevious ? existing.first : undefined };
+      return { state: 'pending', leaseExpiresAt: existing.leaseExpiresAt };
+    }
+    // A released attempt, or a lease whose gateway died: that attempt may have made the card.
+    const previous = (existing?.state === 'released' && existing.expiresAt > now) || existing?.state === 'pending' ? existing.first : undefined;
+    this.records.set(key, { state: 'pending', owner, leaseExpiresAt: now + leaseMs, first: previous ?? attempt, hadPrevious: previous !== undefined });
+    return { state: 'reserved', previous };
   }
 
   async peek(key: string, now: number): Promise<Reservation> {
-    return this.#peekNow(key, now);
-  }
-
-  #peekNow(key: string, now: number): Reservation {
     const record = this.records.get(key);
     if (record?.state === 'completed' && record.expiresAt > now) return { state: 'completed', record: record.record };
     if (record?.state === 'pending' && record.leaseExpiresAt > now) return { state: 'pending', leaseExpiresAt: record.leaseExpiresAt };
-    return { state: 'reserved' };
+    return { state: 'reserved', previous: record?.state === 'released' && record.expiresAt > now ? record.first : undefined };
   }
 
   async complete(key: string, { owner, record, expiresAt }: { owner: string; record: StoredCard; expiresAt: number }): Promise<void> {
@@ -108,24 +114,25 @@ class MemoryIdempotency implements IdempotencyStore {
     this.records.set(key, { state: 'completed', record, expiresAt });
   }
 
-  async release(key: string, owner: string): Promise<void> {
+  async release(key: string, { owner, keepUntil }: { owner: string; now: number; keepUntil: number }): Promise<void> {
     const current = this.records.get(key);
-    if (current?.state === 'pending' && current.owner === owner) this.records.delete(key);
+    if (current?.state === 'pending' && current.owner === owner) this.records.set(key, { state: 'released', first: current.first, expiresAt: keepUntil });
   }
 
   sweep(now: number): void {
     for (const [key, record] of this.records) {
-      const end = record.state === 'completed' ? record.expiresAt : record.leaseExpiresAt;
+      // A lapsed claim is kept a minute past its lease, like the Redis record's TTL: its first attempt still matters (D31).
+      const end = record.state === 'pending' ? record.leaseExpiresAt + 60_000 : record.expiresAt;
       if (end <= now) this.records.delete(key);
     }
   }
 }
 
 class MemoryLockouts implements LockoutStore {
-  readonly records = new Map<string, { failures: number; lastFailureAt: number; lockedUntil: number }>();
+  readonly records = new Map<string, { failures: number; lastFailureAt: number; lockedUntil: number; forgetAt: number }>();
 
   async recordFailure(key: string, { now, maxFailures, lockoutMs }: { now: number; maxFailures: number; lockoutMs: number }): Promise<number> {
-    const record = this.records.get(key) ?? { failures: 0, lastFailureAt: now, lockedUntil: 0 };
+    const record = this.records.get(key) ?? { failures: 0, lastFailureAt: now, lockedUntil: 0, forgetAt: 0 };
     if (record.lockedUntil > now) return 0;
     // As the Redis record's TTL does: a count left alone for a lock-out period starts over.
     if (now - record.lastFailureAt >= lockoutMs) record.failures = 0;
@@ -135,6 +142,9 @@ class MemoryLockouts implements LockoutStore {
       record.failures = 0;
       record.lockedUntil = now + lockoutMs;
     }
+    // Failures are counted for any submitted username, known or not: a count nobody adds to for
+    // a lock-out period means nothing any more, and goes (D27: bounded by live data).
+    record.forgetAt = Math.max(record.lockedUntil, now + lockoutMs);
     this.records.set(key, record);
     return record.lockedUntil > now ? record.lockedUntil : 0;
   }
@@ -148,9 +158,8 @@ class MemoryLockouts implements LockoutStore {
     this.records.delete(key);
   }
 
-  /** Failures are counted for any submitted username, known or not: forget idle ones. */
-  sweep(now: number, idleMs: number): void {
-    for (const [key, record] of this.records) if (record.lockedUntil <= now && now - record.lastFailureAt >= idleMs) this.records.delete(key);
+  sweep(now: number): void {
+    for (const [key, record] of this.records) if (record.forgetAt <= now) this.records.delete(key);
   }
 }
 
@@ -160,21 +169,46 @@ export class MemoryStore implements GatewayStore {
   readonly lockouts = new MemoryLockouts();
   readonly #sweeper: NodeJS.Timeout;
 
+  readonly #now: () => number;
+
   constructor(now: () => number = Date.now) {
-    this.#sweeper = setInterval(() => {
-      const at = now();
-      this.sessions.sweep(at);
-      this.idempotency.sweep(at);
-      this.lockouts.sweep(at, 24 * 3600_000);
-    }, 60_000);
+    this.#now = now;
+    this.#sweeper = setInterval(() => this.sweep(), 60_000);
     this.#sweeper.unref();
   }
 
-  createRateLimiter({ keyPrefix, points, durationSeconds }: LimiterOptions): RateLimiterAbstract {
+  /** Drops every record that is dead at `now` (the injected clock's); runs every minute by itself. */
+  sweep(now = this.#now()): void {
+    this.sessions.sweep(now);
+    this.idempotency.sweep(now);
+    this.lockouts.sweep(now);
+  }
+
+  /** How many records each part holds: what a sweep keeps bounded by live data. */
+  size(): { families: number; tokens: number; idempotency: number; lockouts: number } {
+    return {
+      families: this.sessions.families.size,
+      tokens: this.sessions.tokens.size,
+      idempotency: this.idempotency.records.size,
+      lockouts: this.lockouts.records.size,
+    };
+  }
+
+  createRateLimiter({ keyPrefix, points, durationSeconds }: LimiterOptions): Limiter {
     return new RateLimiterMemory({ keyPrefix, points, duration: durationSeconds });
   }
 
   async ping(): Promise<void> {}
+
+  /** In the process itself: always up, no master, nothing to acknowledge or repair. */
+  describe(): StoreDescription {
+    return { topology: 'memory', up: true, masters: [], masterChanges: 0, unacknowledgedRecords: 0, pendingRepairs: 0 };
+  }
+
+  /** Nothing ever changes state: no events. */
+  subscribe(_listener: (event: StoreEvent) => void): () => void {
+    return () => undefined;
+  }
 
   async close(): Promise<void> {
     clearInterval(this.#sweeper);

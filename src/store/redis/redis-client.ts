@@ -1,4 +1,21 @@
-import { Redis } from 'ioredis';
+import type { ConnectionOptions } from 'node:tls';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+
+import type { RedisTarget, RedisTls } from '../../config/store-config.js';
+
+export type { HostPort, RedisTarget, RedisTls } from '../../config/store-config.js';
+
+export interface StoreClientOptions {
+  target: RedisTarget;
+  password?: string | undefined;
+  /** TLS to every node (and to the sentinels); a `rediss://` url turns it on by itself. */
+  tls?: RedisTls | undefined;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+}
+
+/** The client of any topology: ioredis speaks the same commands to both. */
+export type StoreClient = Redis | Cluster;
 
 export interface RedisClientOptions {
   url: string;
@@ -7,30 +24,110 @@ export interface RedisClientOptions {
   connectTimeoutMs: number;
 }
 
+/** Reconnection after a lost connection: quick at first, at most every half second, forever. */
+const reconnectDelay = (attempt: number): number => Math.min(50 * attempt, 500);
+
 /**
- * An ioredis client tuned to fail fast (D23, pitfalls.md): no offline queue (commands are
- * refused at once while disconnected instead of piling up), one retry, a command timeout so a
- * paused or stopped server cannot hold a request, and reconnection in the background so
- * service resumes by itself.
+ * What every connection to a data node gets, whatever the topology (D23; ioredis's defaults hide outages): no
+ * offline queue (commands are refused at once while disconnected instead of piling up), one
+ * retry, a command timeout so a paused or stopped server cannot hold a request, and
+ * reconnection in the background so service resumes by itself.
  */
-export function createRedisClient(options: RedisClientOptions): Redis {
-  const client = new Redis(options.url, {
+function failFast(options: Omit<StoreClientOptions, 'target'>): RedisOptions {
+  const tls: ConnectionOptions | undefined = options.tls
+    ? { ...(options.tls.ca && { ca: options.tls.ca }), ...(options.tls.servername && { servername: options.tls.servername }) }
+    : undefined;
+  return {
     ...(options.password !== undefined && { password: options.password }),
+    ...(tls && { tls }),
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    commandTimeout: options.commandTimeoutMs,
+    // A backstop only: the store's own deadline (deadline.ts) decides, and does not mistake a
+    // busy event loop for a slow Redis.
+    commandTimeout: options.commandTimeoutMs * 3,
     connectTimeout: options.connectTimeoutMs,
     enableAutoPipelining: true,
-    retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
     // TCP keep-alive notices a peer that vanished (host down, cable cut). A paused server on a
     // live host (CLIENT PAUSE, SIGSTOP) still answers it: there commandTimeout gives the 503.
     keepAlive: 1000,
-  });
-  return client;
+    // A master demoted behind our back (a failover while our connection stayed up) answers
+    // writes with READONLY: drop the connection so that it is made again to the new master.
+    // The failed command is not re-sent: its request has its 503 already.
+    reconnectOnError: (error) => error.message.startsWith('READONLY'),
+  };
+}
+
+/** One server by URL (the topology of `store.redis.url`); kept for callers that have only a URL. */
+export function createRedisClient(options: RedisClientOptions): Redis {
+  return new Redis(options.url, { ...failFast(options), retryStrategy: reconnectDelay });
+}
+
+/**
+ * The ioredis client for `store.redis` (D35), fail-fast on every topology.
+ *
+ * Sentinel: the client asks the sentinels for the master and checks the server it reaches really
+ * is one (`role`). A master that dies breaks the connection, and the reconnection asks the
+ * sentinels again. A master demoted while alive is left by RedisStore's health monitor, which
+ * asks a sentinel every second (a write refused with READONLY drops the connection too).
+ * ioredis's `failoverDetector` is left off: the sentinels announce `+switch-master` only once
+ * the other replicas are reconfigured, about a second after the new master already serves,
+ * and the detector then cuts the good connection (a burst of 503s, seen in the failover test).
+ *
+ * Cluster: per-node connections are made by ioredis from the slot map; a node that dies is not
+ * reconnected to, its slots are retried on the others (which answer MOVED to the promoted
+ * replica once the cluster has failed over). The redirection budget is small on purpose: past
+ * the command deadline the gateway has answered 503 already, and re-sending a command to a
+ * shard that is down only adds load.
+ */
+export function createStoreClient(options: StoreClientOptions): StoreClient {
+  const { target } = options;
+  const common = failFast(options);
+  switch (target.topology) {
+    case 'standalone':
+      return new Redis(target.url, { ...common, retryStrategy: reconnectDelay });
+    case 'sentinel':
+      return new Redis({
+        ...common,
+        sentinels: target.nodes.map(({ host, port }) => ({ host, port })),
+        name: target.masterName,
+        role: 'master',
+        ...(target.sentinelPassword !== undefined && { sentinelPassword: target.sentinelPassword }),
+        ...(common.tls && { enableTLSForSentinelMode: true, sentinelTLS: common.tls }),
+        sentinelCommandTimeout: options.connectTimeoutMs,
+        sentinelRetryStrategy: reconnectDelay,
+        retryStrategy: reconnectDelay,
+      });
+    case 'cluster': {
+      const { enableAutoPipelining, ...nodeOptions } = common;
+      return new Cluster(
+        target.nodes.map(({ host, port }) => ({ host, port })),
+        {
+          redisOptions: nodeOptions,
+          enableOfflineQueue: false,
+          enableReadyCheck: true,
+          enableAutoPipelining,
+          scaleReads: 'master',
+          maxRedirections: 6,
+          retryDelayOnFailover: 100,
+          retryDelayOnClusterDown: 100,
+          retryDelayOnTryAgain: 100,
+          slotsRefreshTimeout: options.connectTimeoutMs,
+          // New nodes and moved slots are learnt from MOVED answers at once; this catches the rest.
+          slotsRefreshInterval: 5000,
+          clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
+          // With TLS the nodes are dialled by the addresses the cluster announces; the
+          // certificate is checked against `tls.servername` when given.
+          ...(common.tls && {
+            dnsLookup: (address: string, callback: (error: NodeJS.ErrnoException | null, address: string, family?: number) => void) => callback(null, address),
+          }),
+        },
+      );
+    }
+  }
 }
 
 /** Resolves when the client is ready or `timeoutMs` passed; never rejects (the gateway starts not-ready). */
-export function waitUntilReady(client: Redis, timeoutMs: number): Promise<boolean> {
+export function waitUntilReady(client: StoreClient, timeoutMs: number): Promise<boolean> {
   if (client.status === 'ready') return Promise.resolve(true);
   return new Promise((resolve) => {
     const timer = setTimeout(() => finish(false), timeoutMs);

@@ -1,9 +1,16 @@
-import type { Redis } from 'ioredis';
-import { RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { Cluster, Redis } from 'ioredis';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { withDeadline } from '../../foundation/deadline.js';
 import {
   StoreUnavailableError,
   type GatewayStore,
+  type StoreDescription,
+  type StoreEvent,
+  type StoreTopology,
   type IdempotencyStore,
+  type Limiter,
   type LimiterOptions,
   type LockoutStore,
   type Reservation,
@@ -13,6 +20,7 @@ import {
   type StoredCard,
   type TokenRef,
 } from '../store-types.js';
+import type { StoreClient } from './redis-client.js';
 
 /*
  * Every multi-step change is one Lua script, so concurrent refreshes, logouts and card
@@ -70,23 +78,28 @@ redis.call('HSET', KEYS[1], 'revoked', '1')
 if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then return 'rotated-out' end
 return 'revoked'`,
   },
-  // KEYS: record. ARGV: owner, now, leaseExpiresAt, ttlMs, deadline
+  // KEYS: record. ARGV: owner, now, leaseExpiresAt, ttlMs, fingerprint, requestedCardLimit, credentialId, deadline
   reserveIdempotency: {
     numberOfKeys: 1,
     lua: `${STALE_GUARD}
-local r = redis.call('HMGET', KEYS[1], 'state', 'owner', 'leaseExp', 'exp', 'record')
+local r = redis.call('HMGET', KEYS[1], 'state', 'owner', 'leaseExp', 'exp', 'record', 'ofp', 'oreq', 'ocred', 'prev')
 local now = tonumber(ARGV[2])
 if r[1] == 'completed' and tonumber(r[4]) > now then return {'completed', r[5]} end
 if r[1] == 'pending' and tonumber(r[3]) > now then
   -- our own claim seen again (a re-sent script): still ours
-  if r[2] == ARGV[1] then return {'reserved'} end
+  if r[2] == ARGV[1] then return {'reserved', r[9], r[6], r[7], r[8]} end
   return {'pending', r[3]}
 end
--- nothing live: an expired record or a lease whose gateway died is taken over
+-- nothing live. A released attempt, or a lease whose gateway died, may have made the card at
+-- the connector: the new claim carries that first attempt forward (D31).
+local prev, ofp, oreq, ocred = '0', ARGV[5], ARGV[6], ARGV[7]
+if r[6] and ((r[1] == 'released' and tonumber(r[4]) > now) or r[1] == 'pending') then
+  prev, ofp, oreq, ocred = '1', r[6], r[7], r[8]
+end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'state', 'pending', 'owner', ARGV[1], 'leaseExp', ARGV[3])
+redis.call('HSET', KEYS[1], 'state', 'pending', 'owner', ARGV[1], 'leaseExp', ARGV[3], 'ofp', ofp, 'oreq', oreq, 'ocred', ocred, 'prev', prev)
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {'reserved'}`,
+return {'reserved', prev, ofp, oreq, ocred}`,
   },
   // KEYS: record. ARGV: owner, record JSON, expiresAt, ttlMs
   completeIdempotency: {
@@ -100,12 +113,18 @@ redis.call('HSET', KEYS[1], 'state', 'completed', 'exp', ARGV[3], 'record', ARGV
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`,
   },
-  // KEYS: record. ARGV: owner
+  // KEYS: record. ARGV: owner, keepUntil, ttlMs
   releaseIdempotency: {
     numberOfKeys: 1,
     lua: `
 local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if r[1] == 'pending' and r[2] == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if r[1] == 'pending' and r[2] == ARGV[1] then
+  -- the key is free; its first attempt is remembered for a retry (D31)
+  redis.call('HSET', KEYS[1], 'state', 'released', 'exp', ARGV[2])
+  redis.call('HDEL', KEYS[1], 'owner', 'leaseExp')
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
 return 0`,
   },
   // KEYS: lockout record. ARGV: now, maxFailures, lockedUntil if this failure locks, ttlMs
@@ -125,53 +144,421 @@ return '0'`,
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
-type ScriptedRedis = Redis & { [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
+type ScriptedClient = StoreClient & { [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
+type ScriptedPipeline = ReturnType<StoreClient['pipeline']> & { completeIdempotency(...args: string[]): ScriptedPipeline };
 
 /** Cleanup TTL: the record's own expiry plus a minute of slack. */
 const ttlFor = (expiresAt: number, now: number): number => Math.max(1000, expiresAt - now + 60_000);
 
-async function guarded<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw new StoreUnavailableError(error);
-  }
+const storeLate = () => new Error('store command timed out');
+
+/** Unknown-outcome idempotency writes kept for repair at most (the oldest go first: their claims lapse anyway). */
+const MAX_REPAIRS = 10_000;
+/** How long a repair is retried at most; past it a claim has lapsed and a record is covered by the connector's Idempotency-Key. */
+const REPAIR_HORIZON_MS = 10 * 60_000;
+/** Health checks while the store is up and nothing waits for repair; faster while down or repairing. */
+const MONITOR_INTERVAL_MS = 1000;
+const FAST_MONITOR_INTERVAL_MS = 250;
+/** A failed request triggers a health check at most this often (one line per change, not per request). */
+const SUSPECT_DEBOUNCE_MS = 200;
+
+/**
+ * An idempotency write whose reply never came: the gateway answered 503, but the script may have
+ * run (or may still run, when a re-sent command reaches Redis late). Settled once the store
+ * answers again, and not before the write itself can no longer run (its deadline).
+ */
+interface Repair {
+  kind: 'release' | 'complete';
+  key: string;
+  args: string[];
+  /** Wall-clock ms: not before the original script's deadline has passed. */
+  notBefore: number;
+  giveUpAt: number;
 }
+
+export interface RedisStoreOptions {
+  /** close() quits the client (default true). */
+  ownsClient?: boolean;
+  /** How long after sending a guarded script may still act: the command timeout plus clock slack. */
+  deadlineMs?: number;
+  commandTimeoutMs?: number;
+  /** D35: replicas that must acknowledge a card record (WAIT) before the client is answered. */
+  replicasToAck?: number;
+  /** Overrides the detected topology (only the label: detection is by the client's kind). */
+  topology?: Exclude<StoreTopology, 'memory'>;
+}
+
+/** `host:port` of every slot range's master, in slot order, from the client's slot map. */
+interface ShardRange {
+  start: number;
+  end: number;
+  master: string;
+}
+
+function shardRanges(cluster: Cluster): ShardRange[] {
+  const ranges: ShardRange[] = [];
+  let current: ShardRange | undefined;
+  for (let slot = 0; slot < 16384; slot += 1) {
+    const master = cluster.slots[slot]?.[0];
+    if (master === undefined) {
+      current = undefined;
+    } else if (current && current.master === master) {
+      current.end = slot;
+    } else {
+      current = { start: slot, end: slot, master };
+      ranges.push(current);
+    }
+  }
+  return ranges;
+}
+
+const masterAt = (ranges: readonly ShardRange[], slot: number): string | undefined => ranges.find((range) => slot >= range.start && slot <= range.end)?.master;
 
 export class RedisStore implements GatewayStore {
   readonly sessions: SessionStore;
   readonly idempotency: IdempotencyStore;
   readonly lockouts: LockoutStore;
-  readonly #redis: ScriptedRedis;
+  readonly #redis: ScriptedClient;
   readonly #prefix: string;
   readonly #ownsClient: boolean;
   readonly #deadlineMs: number;
+  readonly #commandTimeoutMs: number;
+  readonly #replicasToAck: number;
+  readonly #topology: Exclude<StoreTopology, 'memory'>;
+
+  // State seen by the health monitor: one event per change.
+  #up: boolean | undefined;
+  #lastFailure = '';
+  #checking: Promise<void> | undefined;
+  #lastCheckAt = 0;
+  #monitor: NodeJS.Timeout | undefined;
+  #closed = false;
+  readonly #listeners = new Set<(event: StoreEvent) => void>();
+
+  // Masters: Sentinel's (from the connection) or the Cluster's (per slot range).
+  #masters: readonly string[] = [];
+  /** Sentinel only: a connection to one sentinel, asked every tick which server is the master. */
+  #sentinel: Redis | undefined;
+  #sentinelIndex = 0;
+  #ranges: ShardRange[] = [];
+  #masterChanges = 0;
+
+  // D35 replicasToAck.
+  #replicasBehind = false;
+  #unacknowledged = 0;
+
+  readonly #repairs = new Map<string, Repair>();
+  #repairing = false;
 
   /**
    * `prefix` namespaces one environment's keys (D8), e.g. `gw:sandbox:`. `deadlineMs` is how
    * long after sending a guarded script may still act: the command timeout plus slack for the
    * clock difference between gateway and Redis hosts.
    */
-  constructor(client: Redis, prefix: string, options: { ownsClient?: boolean; deadlineMs?: number } = {}) {
+  constructor(client: StoreClient, prefix: string, options: RedisStoreOptions = {}) {
     for (const [name, script] of Object.entries(SCRIPTS)) {
       if (!(name in client)) client.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
     }
-    this.#redis = client as ScriptedRedis;
+    // rate-limiter-flexible defines its script (rlflxIncr) on the client when a limiter is made.
+    // ioredis copies a client's scripts into an automatic pipeline when the pipeline is opened:
+    // a script defined while one is open (the health monitor's PING, another request) is missing
+    // from it, and its call fails and derails the whole pipeline. Define it now, before any command.
+    if (!('rlflxIncr' in client)) new RateLimiterRedis({ storeClient: client, points: 1, duration: 1 });
+    this.#redis = client as ScriptedClient;
     this.#prefix = prefix;
     this.#ownsClient = options.ownsClient ?? true;
     this.#deadlineMs = options.deadlineMs ?? 2000;
+    this.#commandTimeoutMs = options.commandTimeoutMs ?? 300;
+    this.#replicasToAck = options.replicasToAck ?? 0;
+    this.#topology = options.topology ?? (client instanceof Cluster ? 'cluster' : (client.options.sentinels?.length ?? 0) > 0 ? 'sentinel' : 'standalone');
     this.sessions = this.#sessions();
     this.idempotency = this.#idempotency();
     this.lockouts = this.#lockouts();
+    this.#watch(client);
+    this.#schedule(0);
   }
 
-  get client(): Redis {
+  get client(): StoreClient {
     return this.#redis;
   }
 
+  // ---------------------------------------------------------------- state, masters, events
+
+  describe(): StoreDescription {
+    return {
+      topology: this.#topology,
+      up: this.#up === true,
+      masters: this.#masters,
+      masterChanges: this.#masterChanges,
+      unacknowledgedRecords: this.#unacknowledged,
+      pendingRepairs: this.#repairs.size,
+    };
+  }
+
+  subscribe(listener: (event: StoreEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #emit(event: StoreEvent): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+
+  /** Connection events only prompt a health check; the check decides (one event per change). */
+  #watch(client: StoreClient): void {
+    // Without a listener ioredis prints every failed reconnect attempt; the monitor reports instead.
+    client.on('error', (error: Error) => {
+      this.#lastFailure = error.message;
+    });
+    client.on('close', () => this.#suspect());
+    client.on('end', () => this.#suspect());
+    if (client instanceof Cluster) {
+      client.on('node error', (error: Error) => {
+        this.#lastFailure = error.message;
+      });
+      client.on('-node', () => this.#suspect());
+      client.on('refresh', () => this.#clusterRefreshed(client));
+      client.on('ready', () => this.#clusterRefreshed(client));
+      return;
+    }
+    if (this.#topology === 'standalone') {
+      this.#masters = [`${client.options.host ?? '127.0.0.1'}:${client.options.port ?? 6379}`];
+      return;
+    }
+    client.on('ready', () => {
+      // The server this connection reached: Sentinel's master at the time of connecting.
+      const { remoteAddress, remotePort } = client.stream;
+      if (remoteAddress === undefined || remotePort === undefined) return;
+      const master = remoteAddress.includes(':') ? `[${remoteAddress}]:${remotePort}` : `${remoteAddress}:${remotePort}`;
+      const previous = this.#masters[0];
+      this.#masters = [master];
+      if (previous !== undefined && previous !== master) {
+        this.#masterChanges += 1;
+        this.#emit({ kind: 'master-changed', from: previous, to: master });
+      }
+      this.#suspect();
+    });
+  }
+
+  /** A new slot map: one event per slot range whose master changed (a shard's failover). */
+  #clusterRefreshed(cluster: Cluster): void {
+    const ranges = shardRanges(cluster);
+    if (ranges.length === 0) return;
+    const previous = this.#ranges;
+    this.#ranges = ranges;
+    this.#masters = [...new Set(ranges.map((range) => range.master))].sort();
+    if (previous.length === 0) return;
+    const changes = new Map<string, { from: string | undefined; to: string; slots: string[] }>();
+    for (const range of ranges) {
+      const from = masterAt(previous, range.start);
+      if (from === range.master) continue;
+      const id = `${from ?? ''}>${range.master}`;
+      const change = changes.get(id) ?? { from, to: range.master, slots: [] };
+      change.slots.push(range.start === range.end ? String(range.start) : `${range.start}-${range.end}`);
+      changes.set(id, change);
+    }
+    for (const change of changes.values()) {
+      this.#masterChanges += 1;
+      this.#emit({ kind: 'master-changed', from: change.from, to: change.to, slots: change.slots.join(',') });
+    }
+    this.#suspect();
+  }
+
+  /** Every master answers PING within the command deadline (Cluster: every shard's). */
+  async #probe(): Promise<void> {
+    const client = this.#redis;
+    if (!(client instanceof Cluster)) {
+      await client.ping();
+      return;
+    }
+    const masters = [...new Set(shardRanges(client).map((range) => range.master))];
+    if (masters.length === 0) throw new Error('no cluster slot map yet');
+    const nodes = new Map(client.nodes('all').map((node) => [`${node.options.host ?? ''}:${node.options.port ?? 0}`, node]));
+    const missing = masters.filter((master) => !nodes.has(master));
+    if (missing.length > 0) {
+      // A dead master's connection is gone; a fresh slot map names its successor once promoted.
+      client.refreshSlotsCache();
+      throw new Error(`no connection to master ${missing.join(', ')}`);
+    }
+    await Promise.all(masters.map((master) => nodes.get(master)!.ping()));
+  }
+
+  /** One health check at a time; its result is the store's state. */
+  #check(): Promise<void> {
+    this.#checking ??= (async () => {
+      this.#lastCheckAt = performance.now();
+      let failure: string | undefined;
+      try {
+        await withDeadline(this.#probe(), this.#commandTimeoutMs, storeLate);
+      } catch (error) {
+        failure = (error as Error).message || this.#lastFailure || 'unreachable';
+      }
+      this.#setUp(failure === undefined, failure);
+    })().finally(() => {
+      this.#checking = undefined;
+    });
+    return this.#checking;
+  }
+
+  #setUp(up: boolean, reason: string | undefined): void {
+    if (!up) this.#lastFailure = reason ?? this.#lastFailure;
+    if (this.#up === up) return;
+    this.#up = up;
+    this.#emit(up ? { kind: 'up' } : { kind: 'down', reason: this.#lastFailure });
+    if (up) void this.#runRepairs();
+  }
+
+  /** A request failed or a connection dropped: check now rather than at the next tick. */
+  #suspect(): void {
+    if (this.#closed || this.#checking || performance.now() - this.#lastCheckAt < SUSPECT_DEBOUNCE_MS) return;
+    void this.#check();
+  }
+
+  #schedule(ms: number): void {
+    if (this.#closed) return;
+    clearTimeout(this.#monitor);
+    this.#monitor = setTimeout(() => void this.#tick(), ms);
+    // The monitor never keeps a process alive on its own.
+    this.#monitor.unref();
+  }
+
+  async #tick(): Promise<void> {
+    await this.#check();
+    if (this.#topology === 'sentinel' && this.#up === true) await this.#followSentinels();
+    await this.#runRepairs();
+    this.#schedule(this.#up === true && this.#repairs.size === 0 ? MONITOR_INTERVAL_MS : FAST_MONITOR_INTERVAL_MS);
+  }
+
+  /**
+   * Sentinel: a master that is demoted while alive (SENTINEL FAILOVER, a partition) keeps
+   * accepting writes on the open connection until the sentinels reconfigure it, several seconds
+   * after the promotion, and those writes are then lost. Every tick, one sentinel is asked which
+   * server is the master; when it names another one, the connection is dropped and made again
+   * through the sentinels. (ioredis's own failoverDetector waits for `+switch-master`, a second
+   * after the promotion, and drops the connection even when it already reached the new master.)
+   */
+  async #followSentinels(): Promise<void> {
+    const client = this.#redis;
+    if (client instanceof Cluster) return;
+    const { sentinels, name, sentinelUsername, sentinelPassword, sentinelTLS, enableTLSForSentinelMode } = client.options;
+    if (!sentinels || sentinels.length === 0 || !name || client.status !== 'ready') return;
+    if (!this.#sentinel) {
+      const address = sentinels[this.#sentinelIndex % sentinels.length]!;
+      this.#sentinel = new Redis({
+        host: address.host ?? '127.0.0.1',
+        port: address.port ?? 26379,
+        ...(sentinelUsername && { username: sentinelUsername }),
+        ...(sentinelPassword && { password: sentinelPassword }),
+        ...(enableTLSForSentinelMode && sentinelTLS && { tls: sentinelTLS }),
+        enableReadyCheck: false,
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+        connectTimeout: this.#commandTimeoutMs * 3,
+        lazyConnect: true,
+      });
+      this.#sentinel.on('error', () => undefined);
+    }
+    try {
+      const named = (await withDeadline(this.#sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name), this.#commandTimeoutMs, storeLate)) as
+        [string, string] | null;
+      const stream = client.stream;
+      if (!named || stream.remotePort === undefined || stream.remoteAddress === undefined) return;
+      const [host, port] = named;
+      if (Number(port) !== stream.remotePort) return this.#reconnectToMaster();
+      const current = stream.remoteAddress.replace(/^::ffff:/, '');
+      const addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((entry) => entry.address);
+      if (!addresses.includes(current)) this.#reconnectToMaster();
+    } catch {
+      // This sentinel is away: the next tick asks the next one.
+      this.#sentinel.disconnect();
+      this.#sentinel = undefined;
+      this.#sentinelIndex += 1;
+    }
+  }
+
+  #reconnectToMaster(): void {
+    const client = this.#redis;
+    if (!(client instanceof Cluster) && client.status === 'ready') client.disconnect(true);
+  }
+
+  // ---------------------------------------------------------------- repairs of unknown outcomes
+
+  #addRepair(owner: string, repair: Repair): void {
+    const id = `${repair.key}\u0000${owner}`;
+    this.#repairs.delete(id);
+    if (this.#repairs.size >= MAX_REPAIRS) {
+      const oldest = this.#repairs.keys().next();
+      if (!oldest.done) this.#repairs.delete(oldest.value);
+    }
+    this.#repairs.set(id, repair);
+    const wait = repair.notBefore - Date.now();
+    setTimeout(() => void this.#runRepairs(), Math.max(0, wait) + 5).unref();
+  }
+
+  /**
+   * Settles every due repair. Each is owner-guarded in its script: a release frees only the
+   * claim it was made for, a completion never overwrites another owner's live claim or a record.
+   */
+  async #runRepairs(): Promise<void> {
+    if (this.#repairing || this.#repairs.size === 0 || this.#closed) return;
+    this.#repairing = true;
+    try {
+      const now = Date.now();
+      const due: [string, Repair][] = [];
+      for (const [id, repair] of this.#repairs) {
+        if (repair.giveUpAt <= now) this.#repairs.delete(id);
+        else if (repair.notBefore <= now) due.push([id, repair]);
+      }
+      for (let i = 0; i < due.length; i += 64) {
+        let failed = false;
+        await Promise.all(
+          due.slice(i, i + 64).map(async ([id, repair]) => {
+            try {
+              await withDeadline(
+                this.#redis[repair.kind === 'release' ? 'releaseIdempotency' : 'completeIdempotency'](repair.key, ...repair.args),
+                this.#commandTimeoutMs,
+                storeLate,
+              );
+              if (this.#repairs.get(id) === repair) this.#repairs.delete(id);
+            } catch {
+              failed = true;
+            }
+          }),
+        );
+        if (failed) {
+          this.#suspect();
+          return;
+        }
+      }
+    } finally {
+      this.#repairing = false;
+    }
+  }
+
+  // ---------------------------------------------------------------- store operations
+
+  /**
+   * Runs store work against the command deadline (D23): late or failed work is a
+   * StoreUnavailableError. The deadline waits one turn of the loop after its timer, so a reply
+   * that arrived while this process was busy is still taken (deadline.ts).
+   */
+  #guarded<T>(work: () => Promise<T>, ms = this.#commandTimeoutMs): Promise<T> {
+    return withDeadline(work(), ms, storeLate).catch((error: unknown) => {
+      this.#suspect();
+      throw new StoreUnavailableError(error);
+    });
+  }
+
   /** Wall-clock time, not the injected clock: it is compared with Redis's TIME, not with records. */
-  #deadline(): string {
-    return String(Date.now() + this.#deadlineMs);
+  #deadline(): number {
+    return Date.now() + this.#deadlineMs;
   }
 
   #familyKey(familyId: string): string {
@@ -186,8 +573,9 @@ export class RedisStore implements GatewayStore {
     const redis = this.#redis;
     return {
       createFamily: ({ token, credentialId, expiresAt, now }) =>
-        guarded(async () => {
+        this.#guarded(async () => {
           const ttl = ttlFor(expiresAt, now);
+          // Both keys share the family's hash tag: one slot, so MULTI works on a Cluster too.
           await redis
             .multi()
             .hset(this.#familyKey(token.familyId), 'cred', credentialId, 'revoked', '0')
@@ -197,7 +585,7 @@ export class RedisStore implements GatewayStore {
             .exec();
         }),
       rotate: ({ token, credentialId, newTokenHash, newExpiresAt, now, graceMs }) =>
-        guarded(async () =>
+        this.#guarded(async () =>
           notStale<RotateOutcome>(
             await redis.rotateRefresh(
               this.#familyKey(token.familyId),
@@ -208,14 +596,21 @@ export class RedisStore implements GatewayStore {
               String(graceMs),
               String(newExpiresAt),
               String(ttlFor(newExpiresAt, now)),
-              this.#deadline(),
+              String(this.#deadline()),
             ),
           ),
         ),
       revokeFamily: ({ token, credentialId, now, graceMs }) =>
-        guarded(async () =>
+        this.#guarded(async () =>
           notStale<RevokeOutcome>(
-            await redis.revokeFamily(this.#familyKey(token.familyId), this.#tokenKey(token), credentialId, String(now), String(graceMs), this.#deadline()),
+            await redis.revokeFamily(
+              this.#familyKey(token.familyId),
+              this.#tokenKey(token),
+              credentialId,
+              String(now),
+              String(graceMs),
+              String(this.#deadline()),
+            ),
           ),
         ),
     };
@@ -225,34 +620,120 @@ export class RedisStore implements GatewayStore {
     const redis = this.#redis;
     const key = (name: string) => `${this.#prefix}idem:{${name}}`;
     return {
-      reserve: async (name, { owner, now, leaseMs }) => {
+      reserve: async (name, { owner, now, leaseMs, attempt }) => {
+        const deadline = this.#deadline();
         try {
-          const answer = notStale<string[]>(await redis.reserveIdempotency(key(name), owner, String(now), String(now + leaseMs), String(leaseMs + 60_000), this.#deadline()));
+          const answer = notStale<string[]>(
+            await withDeadline(
+              redis.reserveIdempotency(
+                key(name),
+                owner,
+                String(now),
+                String(now + leaseMs),
+                String(leaseMs + 60_000),
+                attempt.fingerprint,
+                String(attempt.requestedCardLimit),
+                attempt.credentialId,
+                String(deadline),
+              ),
+              this.#commandTimeoutMs,
+              storeLate,
+            ),
+          );
           return parseReservation(answer);
         } catch (error) {
-          // A claim that timed out may still run when a paused Redis resumes (inside the
-          // deadline's slack). A release sent right behind it on the same connection runs after
-          // it and undoes it, so the client's retry is not held in 409 until the lease ends.
-          redis.releaseIdempotency(key(name), owner).catch(() => undefined);
+          // The claim's outcome is unknown: it may have run with its reply lost (a master that
+          // died, a connection that broke), or may still run (a paused Redis resuming, a command
+          // re-sent after a reconnect) until its deadline. Either way the client gets 503 and
+          // must be able to simply retry (D23), so the claim is released: at once, by a release
+          // right behind it on the same connection (it runs after the claim if the claim runs
+          // at all), and again once the claim's deadline has passed and the store answers (the
+          // first release may have been refused on a broken connection, or overtaken by a
+          // Cluster redirection). The release is owner-guarded: it frees only this claim.
+          const releaseArgs = [owner, String(now + leaseMs), String(leaseMs + 60_000)];
+          redis.releaseIdempotency(key(name), ...releaseArgs).catch(() => undefined);
+          this.#addRepair(owner, { kind: 'release', key: key(name), args: releaseArgs, notBefore: deadline + 100, giveUpAt: Date.now() + leaseMs });
+          this.#suspect();
           throw new StoreUnavailableError(error);
         }
       },
       peek: (name, now) =>
-        guarded(async () => {
-          const [state, leaseExp, exp, record] = await redis.hmget(key(name), 'state', 'leaseExp', 'exp', 'record');
+        this.#guarded(async () => {
+          const [state, leaseExp, exp, record, ofp, oreq, ocred] = await redis.hmget(key(name), 'state', 'leaseExp', 'exp', 'record', 'ofp', 'oreq', 'ocred');
           if (state === 'completed' && Number(exp) > now && record) return { state: 'completed', record: JSON.parse(record) as StoredCard };
           if (state === 'pending' && Number(leaseExp) > now) return { state: 'pending', leaseExpiresAt: Number(leaseExp) };
-          return { state: 'reserved' };
+          const previous =
+            state === 'released' && Number(exp) > now && ofp ? { fingerprint: ofp, requestedCardLimit: Number(oreq), credentialId: ocred ?? '' } : undefined;
+          return { state: 'reserved', previous };
         }),
-      complete: (name, { owner, record, expiresAt, now }) =>
-        guarded(async () => {
-          await redis.completeIdempotency(key(name), owner, JSON.stringify(record), String(expiresAt), String(ttlFor(expiresAt, now)));
-        }),
-      release: (name, owner) =>
-        guarded(async () => {
-          await redis.releaseIdempotency(key(name), owner);
-        }),
+      complete: async (name, { owner, record, expiresAt, now }) => {
+        const args = [owner, JSON.stringify(record), String(expiresAt), String(ttlFor(expiresAt, now))];
+        try {
+          if (this.#replicasToAck === 0) {
+            await withDeadline(redis.completeIdempotency(key(name), ...args), this.#commandTimeoutMs, storeLate);
+          } else {
+            await this.#completeAcknowledged(key(name), args);
+          }
+        } catch (error) {
+          // The card exists and its client gets it; the record may or may not be stored. Store
+          // it once the store answers, so that a retry is a replay and not a 409 or a second
+          // forward (the script never overwrites a record or another owner's live claim).
+          this.#addRepair(owner, {
+            kind: 'complete',
+            key: key(name),
+            args,
+            notBefore: Date.now(),
+            giveUpAt: Math.min(expiresAt, Date.now() + REPAIR_HORIZON_MS),
+          });
+          this.#suspect();
+          throw new StoreUnavailableError(error);
+        }
+      },
+      release: async (name, { owner, now, keepUntil }) => {
+        const args = [owner, String(keepUntil), String(ttlFor(keepUntil, now))];
+        try {
+          await withDeadline(redis.releaseIdempotency(key(name), ...args), this.#commandTimeoutMs, storeLate);
+        } catch (error) {
+          // Sent on a dead connection, a release is lost, and the claim would hold the key until
+          // its lease ends: the client's retry would wait or get 409. Release it once the store answers.
+          this.#addRepair(owner, {
+            kind: 'release',
+            key: key(name),
+            args,
+            notBefore: Date.now(),
+            giveUpAt: Math.min(keepUntil, Date.now() + REPAIR_HORIZON_MS),
+          });
+          this.#suspect();
+          throw new StoreUnavailableError(error);
+        }
+      },
     };
+  }
+
+  /**
+   * D35: the record, then WAIT on the same connection, so that it covers this write. In one
+   * pipeline: on a Cluster a keyless WAIT sent alone goes to a random node, in a pipeline it
+   * goes where the pipeline's keyed command goes. WAIT gives up after the command timeout; the
+   * card is answered anyway (it exists at the connector, whose Idempotency-Key covers a lost
+   * record), and the shortfall is reported once per change (replicas-behind).
+   */
+  async #completeAcknowledged(key: string, args: string[]): Promise<void> {
+    const pipeline = (this.#redis.pipeline() as ScriptedPipeline).completeIdempotency(key, ...args);
+    pipeline.call('WAIT', String(this.#replicasToAck), String(this.#commandTimeoutMs));
+    const results = await withDeadline(pipeline.exec(), this.#commandTimeoutMs * 2, storeLate);
+    const [written, waited] = results ?? [];
+    if (!written || written[0]) throw written?.[0] ?? new Error('pipeline discarded');
+    const acknowledged = waited && !waited[0] ? Number(waited[1]) : 0;
+    if (acknowledged < this.#replicasToAck) {
+      this.#unacknowledged += 1;
+      if (!this.#replicasBehind) {
+        this.#replicasBehind = true;
+        this.#emit({ kind: 'replicas-behind', wanted: this.#replicasToAck, acknowledged });
+      }
+    } else if (this.#replicasBehind) {
+      this.#replicasBehind = false;
+      this.#emit({ kind: 'replicas-caught-up' });
+    }
   }
 
   #lockouts(): LockoutStore {
@@ -260,38 +741,62 @@ export class RedisStore implements GatewayStore {
     const key = (name: string) => `${this.#prefix}lock:{${name}}`;
     return {
       recordFailure: (name, { now, maxFailures, lockoutMs }) =>
-        guarded(async () => Number(await redis.recordLoginFailure(key(name), String(now), String(maxFailures), String(now + lockoutMs), String(lockoutMs + 60_000)))),
+        this.#guarded(async () =>
+          Number(await redis.recordLoginFailure(key(name), String(now), String(maxFailures), String(now + lockoutMs), String(lockoutMs + 60_000))),
+        ),
       lockedUntil: (name, now) =>
-        guarded(async () => {
+        this.#guarded(async () => {
           const until = Number((await redis.hget(key(name), 'lockedUntil')) ?? 0);
           return until > now ? until : 0;
         }),
       reset: (name) =>
-        guarded(async () => {
+        this.#guarded(async () => {
           await redis.del(key(name));
         }),
     };
   }
 
-  createRateLimiter({ keyPrefix, points, durationSeconds }: LimiterOptions): RateLimiterAbstract {
-    return new RateLimiterRedis({
+  /**
+   * rate-limiter-flexible's RedisLimiter: one key per subject and window (no hash tag: each
+   * counter is one key, any slot of a Cluster), one single-key script per consume. Its
+   * `rejectIfRedisNotReady` looks at the client's status, which on a Cluster stays `ready`
+   * while one shard fails over: there the command deadline gives the 503.
+   */
+  createRateLimiter({ keyPrefix, points, durationSeconds }: LimiterOptions): Limiter {
+    const limiter = new RateLimiterRedis({
       storeClient: this.#redis,
       keyPrefix: `${this.#prefix}${keyPrefix}`,
       points,
       duration: durationSeconds,
-      // Without this it waits for ioredis to reconnect instead of failing (pitfalls.md).
+      // Without this it waits for ioredis to reconnect instead of failing (rate-limiter-flexible #184).
       rejectIfRedisNotReady: true,
     });
+    // The same command deadline as every other store call; a RateLimiterRes rejection (over the limit) passes through.
+    return {
+      consume: (key) =>
+        withDeadline(limiter.consume(key), this.#commandTimeoutMs, storeLate).catch((rejection: unknown) => {
+          if (!(rejection instanceof RateLimiterRes)) this.#suspect();
+          throw rejection;
+        }),
+    };
   }
 
   async ping(): Promise<void> {
-    await guarded(() => this.#redis.ping());
+    await this.#check();
+    if (this.#up !== true) throw new StoreUnavailableError(new Error(this.#lastFailure));
   }
 
   async close(): Promise<void> {
+    if (this.#closed) return;
+    // Claims and records still unsettled get one last chance (bounded by the command deadline).
+    await this.#runRepairs();
+    this.#closed = true;
+    clearTimeout(this.#monitor);
+    this.#listeners.clear();
+    this.#sentinel?.disconnect();
     if (!this.#ownsClient) return;
     try {
-      await this.#redis.quit();
+      await withDeadline(this.#redis.quit(), this.#commandTimeoutMs * 3, storeLate);
     } catch {
       this.#redis.disconnect();
     }
@@ -304,9 +809,10 @@ function notStale<T>(answer: unknown): T {
   return answer as T;
 }
 
-function parseReservation(answer: string[]): Reservation {
-  const [state, value] = answer;
+function parseReservation(answer: (string | null)[]): Reservation {
+  const [state, value, ofp, oreq, ocred] = answer;
   if (state === 'completed' && value) return { state: 'completed', record: JSON.parse(value) as StoredCard };
   if (state === 'pending') return { state: 'pending', leaseExpiresAt: Number(value) };
-  return { state: 'reserved' };
+  const previous = value === '1' && ofp ? { fingerprint: ofp, requestedCardLimit: Number(oreq), credentialId: ocred ?? '' } : undefined;
+  return { state: 'reserved', previous };
 }

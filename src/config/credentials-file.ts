@@ -1,0 +1,101 @@
+import { readonlySet } from '../foundation/deep-freeze.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+import { compileRanges, type AddressRanges } from '../foundation/address-ranges.js';
+import { ConfigError, describeAjvErrors } from './config-error.js';
+import { readYamlFile } from './read-yaml-file.js';
+import { parsePasswordHash, type ParsedHash } from '../foundation/password-hash.js';
+
+export const PERMISSIONS = ['cards:create', 'cards:reveal'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+const CredentialsFileSchema = Type.Object(
+  {
+    credentials: Type.Array(
+      Type.Object(
+        {
+          id: Type.String({ pattern: '^[A-Za-z0-9._:-]{1,64}$' }),
+          username: Type.String({ minLength: 1, maxLength: 128 }),
+          passwordHash: Type.String({ minLength: 1 }),
+          issuingAccount: Type.String({ minLength: 1 }),
+          permissions: Type.Array(Type.Union(PERMISSIONS.map((p) => Type.Literal(p))), { uniqueItems: true }),
+          addressRanges: Type.Array(Type.String(), { default: [] }),
+          active: Type.Boolean(),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+type CredentialsFile = Static<typeof CredentialsFileSchema>;
+
+/** One operator-issued API credential, as resolved on every request (D7). */
+export interface Credential {
+  readonly id: string;
+  readonly username: string;
+  readonly passwordHash: ParsedHash;
+  readonly issuingAccount: string;
+  readonly permissions: ReadonlySet<Permission>;
+  /** Empty source list: any address the environment allowlist admits. */
+  readonly addressRanges: AddressRanges;
+  readonly active: boolean;
+}
+
+/** D10: a credential with registered ranges is used only from inside them. */
+export function admitsAddress(credential: Credential, address: string): boolean {
+  return credential.addressRanges.source.length === 0 || credential.addressRanges.contains(address);
+}
+
+export interface CredentialDirectory {
+  byId(id: string): Credential | undefined;
+  byUsername(username: string): Credential | undefined;
+  readonly size: number;
+}
+
+const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile<CredentialsFile>(CredentialsFileSchema);
+
+/**
+ * Reads and checks the credentials file. `knownAccounts` are the issuing accounts the main
+ * config defines; a credential naming another one is a mistake caught here, not at card time.
+ */
+export async function loadCredentials(file: string, knownAccounts: ReadonlySet<string>): Promise<CredentialDirectory> {
+  const data = await readYamlFile(file);
+  if (!validate(data)) throw new ConfigError(describeAjvErrors(file, validate.errors ?? []));
+
+  const problems: string[] = [];
+  const byId = new Map<string, Credential>();
+  const byUsername = new Map<string, Credential>();
+  data.credentials.forEach((entry, index) => {
+    const at = (field: string) => `${file}: credentials[${index}].${field}`;
+    let passwordHash: ParsedHash | undefined;
+    let addressRanges: AddressRanges | undefined;
+    try {
+      passwordHash = parsePasswordHash(entry.passwordHash);
+    } catch (error) {
+      problems.push(`${at('passwordHash')}: ${(error as Error).message}`);
+    }
+    try {
+      addressRanges = compileRanges(entry.addressRanges);
+    } catch (error) {
+      problems.push(`${at('addressRanges')}: ${(error as Error).message}`);
+    }
+    if (!knownAccounts.has(entry.issuingAccount)) problems.push(`${at('issuingAccount')}: "${entry.issuingAccount}" is not in the config's issuingAccounts`);
+    if (byId.has(entry.id)) problems.push(`${at('id')}: duplicate id "${entry.id}"`);
+    if (byUsername.has(entry.username)) problems.push(`${at('username')}: duplicate username`);
+    if (!passwordHash || !addressRanges) return;
+    const credential: Credential = Object.freeze({
+      id: entry.id,
+      username: entry.username,
+      passwordHash,
+      issuingAccount: entry.issuingAccount,
+      permissions: readonlySet(entry.permissions),
+      addressRanges,
+      active: entry.active,
+    });
+    byId.set(entry.id, credential);
+    byUsername.set(entry.username, credential);
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { byId: (id) => byId.get(id), byUsername: (name) => byUsername.get(name), size: byId.size };
+}

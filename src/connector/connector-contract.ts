@@ -1,0 +1,77 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Ajv, type ErrorObject } from 'ajv';
+import { CardStatusSchema } from '../foundation/card-status.js';
+
+/**
+ * The processor-connector contract (docs/connector-contract.md), written once: the gateway's
+ * client and the sandbox connector both build on these schemas, so the two sides cannot drift.
+ */
+
+export const CONNECTOR_PATHS = { createCard: '/v1/cards', health: '/health' } as const;
+
+/** Request headers of the contract (lower-case, as Node reads them). Nothing else is sent. */
+export const CONNECTOR_HEADERS = {
+  idempotencyKey: 'idempotency-key',
+  correlationId: 'x-correlation-id',
+  gatewaySecret: 'x-gateway-secret',
+} as const;
+
+/** The connector's idempotency key: one card per key, ever (D17). */
+export const connectorIdempotencyKey = (issuingAccount: string, requestId: string): string => `${issuingAccount}:${requestId}`;
+
+/** `POST /v1/cards` body. `cardLimit` is the effective limit, tolerance applied (D15). */
+export const ConnectorCardRequestSchema = Type.Object({
+  requestId: Type.String({ minLength: 1, maxLength: 64 }),
+  issuingAccount: Type.String({ minLength: 1, maxLength: 128 }),
+  requestedCardLimit: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  cardLimit: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+  config: Type.Optional(
+    Type.Object({ expiryDuration: Type.Optional(Type.Integer({ minimum: 1, maximum: 60, description: 'Months.' })) }, { additionalProperties: true }),
+  ),
+  metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+});
+export type ConnectorCardRequest = Static<typeof ConnectorCardRequestSchema>;
+
+/** The card the connector answers with (201 created, 200 its own replay of the key): PAN and CVC in full. */
+export const ConnectorCardSchema = Type.Object({
+  cardId: Type.String({ minLength: 1, maxLength: 128 }),
+  pan: Type.String({ pattern: '^[0-9]{12,19}$' }),
+  cvc: Type.String({ pattern: '^[0-9]{3,4}$' }),
+  expMonth: Type.Integer({ minimum: 1, maximum: 12 }),
+  expYear: Type.Integer({ minimum: 2000, maximum: 2199 }),
+  status: CardStatusSchema,
+  cardLimit: Type.Integer({ minimum: 1 }),
+  currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+  createdAt: Type.String({ minLength: 20, maxLength: 40, pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$' }),
+});
+export type ConnectorCard = Static<typeof ConnectorCardSchema>;
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+export const isConnectorCardRequest = ajv.compile<ConnectorCardRequest>(ConnectorCardRequestSchema);
+const isConnectorCard = ajv.compile<ConnectorCard>(ConnectorCardSchema);
+
+/** One line for a contract violation, as the sandbox answers it: `cardLimit must be >= 1`. */
+export function describeContractError(errors: readonly ErrorObject[] | null | undefined): string {
+  const first = errors?.[0];
+  if (!first) return 'body does not match the connector contract';
+  const field = first.instancePath.replace(/^\//, '').replaceAll('/', '.') || 'body';
+  return `${field} ${first.message ?? 'is invalid'}`;
+}
+
+/**
+ * Parses and checks a connector answer body; undefined when it is not a valid card record, or
+ * not the card that was asked for (D19: such an answer is a 502, never passed on). Without
+ * `expected` (the connector's replay of an earlier request, D31) only the shape is checked.
+ */
+export function parseConnectorCard(text: string, expected: { cardLimit: number; currency: string } | undefined): ConnectorCard | undefined {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isConnectorCard(data)) return undefined;
+  if (expected && (data.cardLimit !== expected.cardLimit || data.currency !== expected.currency)) return undefined;
+  return data;
+}

@@ -1,0 +1,209 @@
+import { randomUUID } from 'node:crypto';
+import {
+  createServer as createHttpServer,
+  STATUS_CODES,
+  type IncomingMessage,
+  type RequestListener,
+  type Server as HttpServer,
+  type ServerResponse,
+} from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
+import type { Clock } from '../foundation/clock.js';
+import { normaliseAddress, type AddressRanges } from '../foundation/address-ranges.js';
+import { errors, toEnvelope, type GatewayError } from '../foundation/errors.js';
+
+/** Deadlines and budgets of the public listeners (D25). */
+export interface EdgeLimits {
+  readonly handshakeTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly maxConnections: number;
+  readonly maxOutsiderConnections: number;
+}
+
+/**
+ * TLS 1.2 offers only ECDHE key exchange with AEAD ciphers (D33); TLS 1.3 suites are all AEAD.
+ * No CBC, no SHA-1 MACs, no static RSA key exchange.
+ */
+export const TLS_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+/** What the listeners report, for metrics. */
+export interface ListenerEvents {
+  connectionOpened(): void;
+  connectionClosed(): void;
+  connectionRefused(reason: 'connection_cap' | 'outsider_cap'): void;
+  clientError(kind: string): void;
+}
+
+export interface HardeningDeps {
+  limits: EdgeLimits;
+  clock: Clock;
+  /** The live allowlist and trusted proxies (reload may change them). */
+  ranges(): { allowlist: AddressRanges; trustedProxies: AddressRanges };
+  events: ListenerEvents;
+}
+
+/**
+ * Counts connections across both public listeners. A direct peer that is neither allowlisted
+ * nor a trusted proxy can only ever be told 403, so such peers share a small budget of their
+ * own and are closed at accept beyond it, before any TLS work: they cannot crowd out allowlisted
+ * clients. Behind a trusted proxy the client address is only known from headers, so there the
+ * proxy's own limits have to do this job (README).
+ */
+class ConnectionBudget {
+  #open = 0;
+  #outsiders = 0;
+
+  constructor(private readonly deps: HardeningDeps) {}
+
+  admit(socket: Socket): void {
+    const { limits, events } = this.deps;
+    if (this.#open >= limits.maxConnections) {
+      events.connectionRefused('connection_cap');
+      socket.destroy();
+      return;
+    }
+    const peer = socket.remoteAddress === undefined ? undefined : normaliseAddress(socket.remoteAddress);
+    const { allowlist, trustedProxies } = this.deps.ranges();
+    const outsider = peer === undefined || (!allowlist.contains(peer) && !trustedProxies.contains(peer));
+    if (outsider && this.#outsiders >= limits.maxOutsiderConnections) {
+      events.connectionRefused('outsider_cap');
+      socket.destroy();
+      return;
+    }
+    this.#open += 1;
+    if (outsider) this.#outsiders += 1;
+    events.connectionOpened();
+    socket.once('close', () => {
+      this.#open -= 1;
+      if (outsider) this.#outsiders -= 1;
+      events.connectionClosed();
+    });
+  }
+}
+
+function clientErrorKind(code: string | undefined): { kind: string; error: () => GatewayError } {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return { kind: 'headers_too_large', error: errors.headersTooLarge };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { kind: 'timeout', error: errors.requestTimeout };
+    default:
+      return { kind: 'malformed', error: () => errors.malformedRequest() };
+  }
+}
+
+/**
+ * Node's answer to a request its parser refuses (bad framing, oversized headers, timeouts) is a
+ * bare status line; this writes the envelope with a correlation id instead, wherever a response
+ * can still be written (D34), and closes the connection. A direct peer outside the allowlist is
+ * told 403, as for any other request (D10).
+ */
+export function createClientErrorHandler(deps: HardeningDeps) {
+  return function onClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    // TLS failures (handshake timeout, bad handshake) arrive here too: no HTTP can be spoken on
+    // such a socket, and a write would wait for a handshake that never comes.
+    const httpLevel = error.code !== undefined && (error.code.startsWith('HPE_') || error.code === 'ERR_HTTP_REQUEST_TIMEOUT');
+    if (!httpLevel) {
+      deps.events.clientError('tls');
+      socket.destroy();
+      return;
+    }
+    const { kind, error: make } = clientErrorKind(error.code);
+    deps.events.clientError(kind);
+    // A response already under way on this socket cannot be followed by another one.
+    if (!socket.writable || (socket as Duplex & { _httpMessage?: unknown })._httpMessage) {
+      socket.destroy();
+      return;
+    }
+    const remote = (socket as Socket).remoteAddress;
+    const peer = remote === undefined ? undefined : normaliseAddress(remote);
+    const { allowlist, trustedProxies } = deps.ranges();
+    const refused = peer === undefined || (!trustedProxies.contains(peer) && !allowlist.contains(peer));
+    const gatewayError = refused ? errors.addressNotAllowed() : make();
+    const correlationId = randomUUID();
+    const body = JSON.stringify(toEnvelope(gatewayError, correlationId, deps.clock.now()));
+    socket.end(
+      `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status] ?? ''}\r\n` +
+        'content-type: application/json; charset=utf-8\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\n` +
+        `x-correlation-id: ${correlationId}\r\n` +
+        'connection: close\r\n\r\n' +
+        body,
+    );
+  };
+}
+
+type Handler = RequestListener<typeof IncomingMessage, typeof ServerResponse>;
+
+/**
+ * `ownClientErrors`: the plain server gets the envelope handler here; Fastify attaches its
+ * `clientErrorHandler` option (the same handler) to the server it was given.
+ */
+function harden<T extends HttpServer | HttpsServer>(server: T, deps: HardeningDeps, budget: ConnectionBudget, ownClientErrors: boolean): T {
+  const { limits } = deps;
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  // Raw TCP, on the TLS listener before the handshake starts: admitted or refused at once.
+  server.on('connection', (socket: Socket) => budget.admit(socket));
+  if (ownClientErrors) server.on('clientError', createClientErrorHandler(deps));
+  return server;
+}
+
+/** Node checks header and request deadlines on this interval; the default (30 s) is too coarse. */
+const checkingInterval = (limits: EdgeLimits) => Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4)));
+
+export interface PublicServers {
+  /** Fastify's serverFactory: builds the TLS listener around Fastify's handler. */
+  tlsFactory(tls: { cert: Buffer; key: Buffer }): (handler: Handler) => HttpsServer;
+  /** The optional plain listener (D9), feeding the same handler. */
+  plain(handler: Handler): HttpServer;
+}
+
+export function publicServers(deps: HardeningDeps): PublicServers {
+  const budget = new ConnectionBudget(deps);
+  const { limits } = deps;
+  const httpOptions = {
+    connectionsCheckingInterval: checkingInterval(limits),
+    // A missing Host is answered by the edge guard with the envelope, not by Node's bare 400.
+    requireHostHeader: false,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+  };
+  return {
+    tlsFactory: (tls) => (handler) =>
+      harden(
+        createHttpsServer(
+          {
+            ...httpOptions,
+            cert: tls.cert,
+            key: tls.key,
+            minVersion: 'TLSv1.2',
+            ciphers: TLS_CIPHERS,
+            honorCipherOrder: true,
+            handshakeTimeout: limits.handshakeTimeoutMs,
+          },
+          handler,
+        ),
+        deps,
+        budget,
+        false,
+      ),
+    plain: (handler) => harden(createHttpServer(httpOptions, handler), deps, budget, true),
+  };
+}

@@ -1,0 +1,33 @@
+import type { Credential, Permission } from '../config/credentials-file.js';
+import type { AccessClaims } from '../auth/token-service.js';
+import type { LimitedAction } from '../auth/auth-rate-limits.js';
+import type { FastifyRequest } from 'fastify';
+
+/** Who is calling, resolved on every request by the bearer guard (D7). */
+export interface Principal {
+  readonly credential: Credential;
+  readonly claims: AccessClaims;
+}
+
+/**
+ * What a route needs, declared in its `config.policy` and applied by route-policy.ts in one
+ * place: the permission (checked before the body is read, D13), the rate limits (checked
+ * before the handler, in order), and whether its outcomes must be audited (D26: while the
+ * audit trail cannot be written, such a route answers 503).
+ */
+export interface RoutePolicy {
+  permission?: Permission | ((request: FastifyRequest) => readonly Permission[]);
+  limits?: readonly LimitedAction[];
+  audited?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The client's address: socket or trusted-proxy report, IPv4-mapped unwrapped (D10). */
+    clientAddress: string;
+    principal: Principal | undefined;
+  }
+  interface FastifyContextConfig {
+    policy?: RoutePolicy;
+  }
+}

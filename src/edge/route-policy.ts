@@ -1,0 +1,74 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { rateLimitHeaders, subjectKey, tightest, type AuthRateLimits, type LimitedAction, type LimitState } from '../auth/auth-rate-limits.js';
+import { addressBucket } from '../foundation/address-ranges.js';
+import { errors, GatewayError } from '../foundation/errors.js';
+import type { Outcome, OutcomeRecorder } from '../observability/outcomes.js';
+import './request-context.js';
+
+/** Whose attempts a limiter counts (D11, D27): the client's address, the submitted username, the credential. */
+const SUBJECTS: Record<LimitedAction, (request: FastifyRequest) => string> = {
+  loginAddress: (request) => subjectKey(addressBucket(request.clientAddress)),
+  login: (request) => subjectKey((request.body as { username: string }).username),
+  refresh: (request) => request.principal!.credential.id,
+};
+
+const REFUSED: Record<LimitedAction, (request: FastifyRequest) => Outcome> = {
+  loginAddress: () => ({ name: 'login.rate_limited', limiter: 'login_address' }),
+  login: () => ({ name: 'login.rate_limited', limiter: 'login' }),
+  refresh: (request) => ({ name: 'refresh.rate_limited', credential: request.principal!.credential.id }),
+};
+
+/**
+ * The permission a route declares (D13), checked right after authentication and before the
+ * body is read: a refused request costs no parsing and creates nothing. Registered in the
+ * protected scope, after the bearer guard.
+ */
+export function permissionHook(deps: { outcomes: OutcomeRecorder }) {
+  return function checkPermission(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+    const declared = request.routeOptions.config.policy?.permission;
+    const credential = request.principal?.credential;
+    if (declared === undefined || credential === undefined) return done();
+    for (const permission of typeof declared === 'function' ? declared(request) : [declared]) {
+      if (!credential.permissions.has(permission)) {
+        deps.outcomes.record(
+          { name: 'access.denied', credential: credential.id, reason: 'permission' },
+          { correlationId: request.id, clientAddress: request.clientAddress },
+        );
+        return done(
+          errors.permissionDenied(
+            permission === 'cards:reveal' ? 'Permission cards:reveal is required for revealDetails=true' : `Permission ${permission} is required`,
+          ),
+        );
+      }
+    }
+    done();
+  };
+}
+
+/**
+ * The rate limits a route declares, in order, after the body is parsed and validated (a login
+ * is counted by its username): each refusal is a 429 with the limiter's headers; a passing
+ * request carries the RateLimit-* headers of the limit closest to refusing (D11).
+ */
+export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRateLimits; outcomes: OutcomeRecorder }): void {
+  const apply = async (request: FastifyRequest, reply: FastifyReply, actions: readonly LimitedAction[]): Promise<void> => {
+    const states: LimitState[] = [];
+    for (const action of actions) {
+      try {
+        states.push(await deps.limits.consume(action, SUBJECTS[action](request)));
+      } catch (error) {
+        if (error instanceof GatewayError && error.code === 'rate_limited') {
+          deps.outcomes.record(REFUSED[action](request), { correlationId: request.id, clientAddress: request.clientAddress });
+        }
+        throw error;
+      }
+    }
+    reply.headers(rateLimitHeaders(tightest(states)!));
+  };
+  // A callback hook: routes without limits (card creation) pass without a promise.
+  app.addHook('preHandler', (request, reply, done) => {
+    const actions = request.routeOptions.config.policy?.limits;
+    if (!actions || actions.length === 0) return done();
+    apply(request, reply, actions).then(() => done(), done);
+  });
+}

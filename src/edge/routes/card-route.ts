@@ -1,0 +1,72 @@
+import type { FastifyInstance } from 'fastify';
+import type { CardService } from '../../cards/card-service.js';
+import { CARD_EXAMPLES, CardQuerySchema, CardRequestSchema, CardResponseSchema, type CardQuery, type CardRequest } from '../../cards/card-schemas.js';
+import { errors } from '../../foundation/errors.js';
+import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../schemas.js';
+
+/**
+ * POST /api/v1/issuing/cards (spec 4.4). `cards:create`, and `cards:reveal` when
+ * `revealDetails=true`, are checked before the body is read, so a refused reveal never creates
+ * a card (D13).
+ */
+export function registerCardRoute(scope: FastifyInstance, cards: CardService, settings: { bodyLimitBytes: number }): void {
+  scope.post<{ Body: CardRequest; Querystring: CardQuery }>(
+    '/api/v1/issuing/cards',
+    {
+      bodyLimit: settings.bodyLimitBytes,
+      config: {
+        policy: {
+          permission: (request) => ((request.query as CardQuery).revealDetails === 'true' ? ['cards:create', 'cards:reveal'] : ['cards:create']),
+          audited: true,
+        },
+      },
+      schema: {
+        operationId: 'createCard',
+        summary: 'Create a virtual card (idempotent on requestId)',
+        description:
+          'Needs the permission `cards:create` (and `cards:reveal` with `revealDetails=true`, checked before anything is created). `requestId` is the idempotency key for 24 hours: the same requestId answers the same card (201 with `Idempotent-Replayed: true`) and never creates a second one. Retry only with the same requestId and payload, after no answer, 409, 502, 503 or 504 (honouring `Retry-After`); every other 4xx is final. Only the credential that created a card may reveal it.',
+        tags: ['cards'],
+        security: BearerSecurity,
+        querystring: CardQuerySchema,
+        body: CardRequestSchema,
+        ...documentedResponses(CardResponseSchema, {
+          success: {
+            status: 201,
+            description:
+              'The card: created now, created by an earlier attempt under the same requestId (a retry after a timeout), or replayed (`Idempotent-Replayed: true`).',
+            headers: { 'Cache-Control': true, 'Idempotent-Replayed': false, 'Idempotency-Payload-Mismatch': false },
+            examples: CARD_EXAMPLES,
+          },
+          errors: [
+            ...TRANSPORT_CODES,
+            ...BODY_CODES,
+            ...BEARER_CODES,
+            'idempotency_in_progress',
+            'internal_error',
+            'record_unreadable',
+            'connector_unavailable',
+            'connector_invalid_answer',
+            'store_unavailable',
+            'audit_unavailable',
+            'connector_timeout',
+          ],
+          errorExamples: { permission_denied: errors.permissionDenied('Permission cards:reveal is required for revealDetails=true') },
+        }),
+      },
+    },
+    async (request, reply) => {
+      const result = await cards.create({
+        credential: request.principal!.credential,
+        body: request.body,
+        reveal: request.query.revealDetails === 'true',
+        correlationId: request.id,
+        clientAddress: request.clientAddress,
+      });
+      if (result.replayed) reply.header('idempotent-replayed', 'true');
+      if (result.payloadMismatch) reply.header('idempotency-payload-mismatch', 'true');
+      reply.header('cache-control', 'no-store');
+      reply.code(201);
+      return result.card;
+    },
+  );
+}

@@ -1,0 +1,191 @@
+import type { AuditSink, DenialReason } from './audit.js';
+import type { GatewayMetrics } from './metrics.js';
+
+/** Who a request came from, as every audit line and most outcomes carry it. */
+export interface RequestContext {
+  readonly correlationId: string;
+  readonly clientAddress: string;
+}
+
+export type LoginFailure = 'unknown_username' | 'wrong_password' | 'inactive' | 'address';
+export type RefreshFailure = 'unknown' | 'mismatch' | 'revoked' | 'expired';
+/** Refusals of an authenticated credential: audited one line each (D21). */
+export type CredentialDenial = 'unknown_credential' | 'inactive' | 'address' | 'permission' | 'reveal_not_creator';
+/** Refusals before a credential is known: counted, and audited in per-minute summaries (D25, D34). */
+export type EdgeRefusal = DenialReason | 'address_malformed' | 'plain_http';
+
+interface CardIds {
+  credential: string;
+  requestId: string;
+  cardId: string;
+}
+
+/**
+ * Everything the gateway counts and audits, named once. A use case reports what happened with
+ * one `record` call; this module alone knows which metric and which audit line that means, so a
+ * metric and its audit event cannot drift apart, and services stay free of both.
+ */
+export type Outcome =
+  | { name: 'login.succeeded'; credential: string }
+  | { name: 'login.failed'; credential: string | undefined; reason: LoginFailure }
+  | { name: 'login.lockout_started'; credential: string | undefined }
+  | { name: 'login.locked_out' }
+  | { name: 'login.rate_limited'; limiter: 'login' | 'login_address' }
+  | { name: 'login.busy' }
+  | { name: 'refresh.succeeded'; credential: string }
+  | { name: 'refresh.failed'; credential: string; reason: RefreshFailure }
+  | { name: 'refresh.rate_limited'; credential: string }
+  | { name: 'refresh.reuse_detected'; credential: string; during: 'refresh' | 'logout' }
+  | { name: 'logout.succeeded'; credential: string }
+  | { name: 'logout.failed'; credential: string; reason: string }
+  | { name: 'access.denied'; credential: string | undefined; reason: CredentialDenial; requestId?: string; cardId?: string }
+  | { name: 'edge.refused'; reason: EdgeRefusal }
+  | ({ name: 'card.created'; connectorReplay: boolean } & CardIds)
+  | ({ name: 'card.replayed'; payloadMismatch: boolean } & CardIds)
+  | ({ name: 'card.revealed' } & CardIds)
+  | { name: 'card.failed'; credential: string; requestId: string; reason: string }
+  | { name: 'card.in_progress' }
+  | { name: 'config.reloaded' }
+  | { name: 'config.reload_failed' };
+
+const TOKEN_REFUSALS: ReadonlySet<EdgeRefusal> = new Set(['token_missing', 'malformed_authorization', 'token_invalid', 'token_expired', 'token_in_url']);
+
+export class OutcomeRecorder {
+  constructor(
+    private readonly metrics: GatewayMetrics,
+    private readonly audit: AuditSink,
+  ) {}
+
+  record(outcome: Outcome, context: RequestContext): void {
+    const { metrics, audit } = this;
+    const base = { correlationId: context.correlationId, clientAddress: context.clientAddress };
+    switch (outcome.name) {
+      case 'login.succeeded':
+        metrics.logins.inc({ outcome: 'succeeded' });
+        audit.record({ ...base, event: 'login.succeeded', outcome: 'success', credential: outcome.credential });
+        return;
+      case 'login.failed':
+        metrics.logins.inc({ outcome: 'failed' });
+        if (outcome.reason === 'address') metrics.accessDenied.inc({ reason: 'address' });
+        audit.record({ ...base, event: 'login.failed', outcome: 'failure', credential: outcome.credential, reason: outcome.reason });
+        return;
+      case 'login.lockout_started':
+        audit.record({ ...base, event: 'login.locked_out', outcome: 'denied', credential: outcome.credential, reason: 'lockout_started' });
+        return;
+      case 'login.locked_out':
+        metrics.logins.inc({ outcome: 'locked_out' });
+        metrics.rateLimited.inc({ limiter: 'login_lockout' });
+        audit.record({ ...base, event: 'login.locked_out', outcome: 'denied', reason: 'lockout' });
+        return;
+      case 'login.rate_limited':
+        metrics.logins.inc({ outcome: 'rate_limited' });
+        metrics.rateLimited.inc({ limiter: outcome.limiter });
+        audit.record({ ...base, event: 'login.rate_limited', outcome: 'denied', reason: 'rate_limit' });
+        return;
+      case 'login.busy':
+        metrics.passwordHashBusy.inc();
+        return;
+      case 'refresh.succeeded':
+        metrics.refreshes.inc({ outcome: 'succeeded' });
+        audit.record({ ...base, event: 'refresh.succeeded', outcome: 'success', credential: outcome.credential });
+        return;
+      case 'refresh.failed':
+        metrics.refreshes.inc({ outcome: outcome.reason });
+        audit.record({ ...base, event: 'refresh.failed', outcome: 'failure', credential: outcome.credential, reason: outcome.reason });
+        return;
+      case 'refresh.rate_limited':
+        metrics.refreshes.inc({ outcome: 'rate_limited' });
+        metrics.rateLimited.inc({ limiter: 'refresh' });
+        audit.record({ ...base, event: 'refresh.rate_limited', outcome: 'denied', credential: outcome.credential, reason: 'rate_limit' });
+        return;
+      case 'refresh.reuse_detected':
+        if (outcome.during === 'refresh') metrics.refreshes.inc({ outcome: 'reuse' });
+        metrics.reuseDetected.inc();
+        audit.record({ ...base, event: 'refresh.reuse_detected', outcome: 'denied', credential: outcome.credential, reason: 'family_revoked' });
+        return;
+      case 'logout.succeeded':
+        metrics.logouts.inc({ outcome: 'succeeded' });
+        audit.record({ ...base, event: 'logout', outcome: 'success', credential: outcome.credential });
+        return;
+      case 'logout.failed':
+        metrics.logouts.inc({ outcome: 'failed' });
+        audit.record({ ...base, event: 'logout', outcome: 'failure', credential: outcome.credential, reason: outcome.reason });
+        return;
+      case 'access.denied':
+        metrics.accessDenied.inc({ reason: outcome.reason });
+        audit.record({
+          ...base,
+          event: 'access.denied',
+          outcome: 'denied',
+          credential: outcome.credential,
+          reason: outcome.reason,
+          requestId: outcome.requestId,
+          cardId: outcome.cardId,
+        });
+        return;
+      case 'edge.refused':
+        metrics.accessDenied.inc({ reason: outcome.reason });
+        if (TOKEN_REFUSALS.has(outcome.reason)) metrics.tokenFailures.inc({ reason: outcome.reason });
+        // Plain HTTP is refused without being audited: it never reaches anything worth a line.
+        if (outcome.reason === 'address_malformed') audit.deny('allowlist', context.clientAddress, context.correlationId);
+        else if (outcome.reason !== 'plain_http') audit.deny(outcome.reason, context.clientAddress, context.correlationId);
+        return;
+      case 'card.created':
+        metrics.cardsCreated.inc();
+        audit.record({
+          ...base,
+          event: 'card.created',
+          outcome: 'success',
+          credential: outcome.credential,
+          requestId: outcome.requestId,
+          cardId: outcome.cardId,
+          reason: outcome.connectorReplay ? 'connector_replay' : undefined,
+        });
+        return;
+      case 'card.replayed':
+        metrics.cardReplays.inc();
+        if (outcome.payloadMismatch) metrics.idempotencyPayloadMismatches.inc();
+        audit.record({
+          ...base,
+          event: 'card.replayed',
+          outcome: 'success',
+          credential: outcome.credential,
+          requestId: outcome.requestId,
+          cardId: outcome.cardId,
+        });
+        return;
+      case 'card.revealed':
+        metrics.cardReveals.inc();
+        audit.record({
+          ...base,
+          event: 'card.revealed',
+          outcome: 'success',
+          credential: outcome.credential,
+          requestId: outcome.requestId,
+          cardId: outcome.cardId,
+        });
+        return;
+      case 'card.failed':
+        audit.record({
+          ...base,
+          event: 'card.failed',
+          outcome: 'failure',
+          credential: outcome.credential,
+          requestId: outcome.requestId,
+          reason: outcome.reason,
+        });
+        return;
+      case 'card.in_progress':
+        metrics.idempotencyConflicts.inc();
+        return;
+      case 'config.reloaded':
+        metrics.configReloads.inc({ outcome: 'success' });
+        audit.record({ ...base, event: 'config.reloaded', outcome: 'success' });
+        return;
+      case 'config.reload_failed':
+        metrics.configReloads.inc({ outcome: 'failure' });
+        audit.record({ ...base, event: 'config.reload_failed', outcome: 'failure' });
+        return;
+    }
+  }
+}

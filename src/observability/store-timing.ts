@@ -1,0 +1,49 @@
+import type { GatewayStore } from '../store/store-types.js';
+import type { GatewayMetrics, StoreOperation } from './metrics.js';
+
+/**
+ * The store, timed: each operation observes `gateway_store_command_duration_seconds`, failures
+ * included, whatever the implementation. A decorator, so neither store knows about metrics.
+ */
+export function instrumentStore(store: GatewayStore, metrics: GatewayMetrics): GatewayStore {
+  const children = new Map<StoreOperation, { observe(value: number): void }>();
+  const timed = <A extends unknown[], R>(operation: StoreOperation, work: (...args: A) => Promise<R>) => {
+    let child = children.get(operation);
+    if (!child) children.set(operation, (child = metrics.storeCommandDuration.labels({ operation })));
+    const histogram = child;
+    return (...args: A): Promise<R> => {
+      const started = performance.now();
+      const done = () => histogram.observe((performance.now() - started) / 1000);
+      const result = work(...args);
+      result.then(done, done);
+      return result;
+    };
+  };
+  const { sessions, idempotency, lockouts } = store;
+  return {
+    sessions: {
+      createFamily: timed('create_family', (input) => sessions.createFamily(input)),
+      rotate: timed('rotate', (input) => sessions.rotate(input)),
+      revokeFamily: timed('revoke', (input) => sessions.revokeFamily(input)),
+    },
+    idempotency: {
+      reserve: timed('reserve', (key, input) => idempotency.reserve(key, input)),
+      peek: timed('peek', (key, now) => idempotency.peek(key, now)),
+      complete: timed('complete', (key, input) => idempotency.complete(key, input)),
+      release: timed('release', (key, input) => idempotency.release(key, input)),
+    },
+    lockouts: {
+      recordFailure: timed('lockout', (key, input) => lockouts.recordFailure(key, input)),
+      lockedUntil: timed('lockout', (key, now) => lockouts.lockedUntil(key, now)),
+      reset: timed('lockout', (key) => lockouts.reset(key)),
+    },
+    createRateLimiter: (options) => {
+      const limiter = store.createRateLimiter(options);
+      return { consume: timed('limiter', (key: string) => limiter.consume(key)) };
+    },
+    ping: timed('ping', () => store.ping()),
+    describe: () => store.describe(),
+    subscribe: (listener) => store.subscribe(listener),
+    close: () => store.close(),
+  };
+}

@@ -1,0 +1,184 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/foundation/clock.js';
+import { createRedisClient } from '../../src/store/redis/redis-client.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { StoreUnavailableError } from '../../src/store/store-types.js';
+import { connectorStats, createCard, setConnectorMode, startCardFixture, validCardBody, type CardAnswer, type CardFixture } from '../support/card-fixture.js';
+import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
+import { startCuttingProxy, type CuttingProxy } from './cutting-proxy.js';
+
+/**
+ * Issue 10, "already seen on one Redis": an idempotency write whose reply is lost. A master that
+ * dies between running a script and answering it, or a connection that breaks just before a
+ * command goes out, leaves the gateway not knowing what happened. The client got 503 (or its
+ * card) and D23 says it can simply retry; these tests make the loss happen for real (a TCP proxy
+ * in front of a real redis-server cuts the connection at the chosen command and refuses new ones
+ * for a second, like a failover) and check that the retry is served at once: no wait for a lease
+ * that outlives the outage, no 409 with nothing in flight, one card.
+ */
+
+const PREFIX = `test:lost-replies:${randomUUID().slice(0, 8)}:`;
+const OUTAGE_MS = 1000;
+const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
+
+let redis: PrivateRedis;
+let admin: Redis;
+
+beforeAll(async () => {
+  redis = await startPrivateRedis();
+  admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  admin.on('error', () => undefined);
+});
+
+afterAll(async () => {
+  admin?.disconnect();
+  await redis?.stop();
+});
+
+const opened: { proxy: CuttingProxy; store: RedisStore; fixture?: CardFixture }[] = [];
+afterEach(async () => {
+  for (const { proxy, store, fixture } of opened.splice(0)) {
+    await fixture?.close();
+    await store.close();
+    await proxy.close();
+  }
+});
+
+/** A store reaching Redis through a cutting proxy, tuned like production (300 ms, deadline +1 s). */
+async function open(): Promise<{ proxy: CuttingProxy; store: RedisStore }> {
+  const proxy = await startCuttingProxy(redis.port);
+  const client = createRedisClient({ url: proxy.url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+  const store = new RedisStore(client, PREFIX, { commandTimeoutMs: 300, deadlineMs: 1300 });
+  await expect
+    .poll(
+      () =>
+        store.ping().then(
+          () => true,
+          () => false,
+        ),
+      { timeout: 5_000 },
+    )
+    .toBe(true);
+  const made = { proxy, store };
+  opened.push(made);
+  return made;
+}
+
+async function openGateway(): Promise<{ proxy: CuttingProxy; store: RedisStore; fixture: CardFixture; token: string }> {
+  const made = await open();
+  // A clock that stands still: a lost claim's lease never runs out by itself here, so only the
+  // repair can free the key (with a moving clock it would after the connector timeout + 5 s).
+  const fixture = await startCardFixture({ store: made.store, clock: new ManualClock(Date.now()), connectorTimeoutMs: 1000 });
+  opened[opened.length - 1]!.fixture = fixture;
+  return { ...made, fixture, token: await fixture.token() };
+}
+
+const recordKey = (requestId: string) => `${PREFIX}idem:{acct-eu:${requestId}}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('idempotency writes whose outcome is unknown are settled once the store answers again', () => {
+  it('a claim that ran but whose reply was lost is released after its deadline, long before its lease would end', async () => {
+    const { proxy, store } = await open();
+    const name = `acct-1:${randomUUID()}`;
+    const cut = proxy.cutAt({ match: name, forward: true, outageMs: OUTAGE_MS });
+    const started = performance.now();
+    await expect(store.idempotency.reserve(name, { owner: 'gw-lost', now: Date.now(), leaseMs: 60_000, attempt: ATTEMPT })).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
+    await cut;
+    expect(performance.now() - started).toBeLessThan(1000);
+    // The claim is in Redis, held by an owner that answered 503: the problem is real.
+    expect(await admin.hget(`${PREFIX}idem:{${name}}`, 'owner')).toBe('gw-lost');
+    expect(store.describe().pendingRepairs).toBe(1);
+
+    await expect.poll(() => admin.hget(`${PREFIX}idem:{${name}}`, 'state'), { timeout: 5_000, interval: 50 }).toBe('released');
+    const freedAfter = performance.now() - started;
+    expect(freedAfter).toBeLessThan(4_000);
+    expect(store.describe().pendingRepairs).toBe(0);
+    // Free for the retry, which carries the lost attempt forward (D31) like any released claim.
+    expect(await store.idempotency.reserve(name, { owner: 'gw-retry', now: Date.now(), leaseMs: 60_000, attempt: ATTEMPT })).toEqual({
+      state: 'reserved',
+      previous: ATTEMPT,
+    });
+    console.info(`[lost-replies] lost claim freed ${Math.round(freedAfter)} ms after it was sent (lease 60 000 ms, outage ${OUTAGE_MS} ms)`);
+  });
+
+  it("regression: a card request answered 503 because its claim's reply was lost gets its card at the first retries, not a 409", async () => {
+    const { proxy, fixture, token } = await openGateway();
+    const body = validCardBody();
+    const requestId = String(body['requestId']);
+    const cut = proxy.cutAt({ match: requestId, forward: true, outageMs: OUTAGE_MS });
+    const first = await createCard(fixture.gw, token, body);
+    await cut;
+    expect(first.statusCode, first.body).toBe(503);
+    expect(await admin.hget(recordKey(requestId), 'state')).toBe('pending');
+    const answeredAt = performance.now();
+
+    // The client retries as told (Retry-After: 1), again on each 503.
+    let retry = first;
+    while (retry.statusCode === 503 && performance.now() - answeredAt < 10_000) {
+      await sleep(Number(retry.headers['retry-after'] ?? 1) * 1000);
+      retry = await createCard(fixture.gw, token, body);
+    }
+    expect(retry.statusCode, retry.body).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    const servedAfter = performance.now() - answeredAt;
+    // Without the repair the retry waits on the dead claim for the connector timeout + 1 s and gets 409.
+    expect(servedAfter).toBeLessThan(3_500);
+    const stats = await connectorStats(fixture.connector);
+    expect(stats.keys.filter((key) => key.endsWith(requestId))).toHaveLength(1);
+    expect(stats.received.filter((request) => request.headers['idempotency-key'] === `acct-eu:${requestId}`)).toHaveLength(1);
+    console.info(`[lost-replies] card served ${Math.round(servedAfter)} ms after the 503 of its lost claim`);
+  });
+
+  /** Sends a card request and cuts the store's connection while its forward is at the connector. */
+  async function cutDuringForward(fixture: CardFixture, token: string, body: Record<string, unknown>, proxy: CuttingProxy, outageMs: number) {
+    const before = (await connectorStats(fixture.connector)).requestsReceived;
+    const answer = createCard(fixture.gw, token, body);
+    await expect.poll(async () => (await connectorStats(fixture.connector)).requestsReceived, { timeout: 2_000, interval: 10 }).toBeGreaterThan(before);
+    proxy.cutNow(outageMs);
+    return answer;
+  }
+
+  it('a card record that could not be sent (the store went away during the forward) is stored once Redis answers: the retry is a replay of the same card, one forward', async () => {
+    const { proxy, fixture, token } = await openGateway();
+    const body = validCardBody();
+    const requestId = String(body['requestId']);
+    await setConnectorMode(fixture.connector, { mode: 'delay', delayMs: 400, count: 1 });
+    const first = await cutDuringForward(fixture, token, body, proxy, OUTAGE_MS);
+    // The card exists: its client gets it (the record is what is missing).
+    expect(first.statusCode, first.body).toBe(201);
+    const card = first.json<CardAnswer>();
+    expect(await admin.hget(recordKey(requestId), 'state')).toBe('pending');
+
+    await expect.poll(() => admin.hget(recordKey(requestId), 'state'), { timeout: 5_000, interval: 50 }).toBe('completed');
+    const again = await createCard(fixture.gw, token, body);
+    expect(again.statusCode, again.body).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json<CardAnswer>().cardId).toBe(card.cardId);
+    expect((await connectorStats(fixture.connector)).received.filter((request) => request.headers['idempotency-key'] === `acct-eu:${requestId}`)).toHaveLength(
+      1,
+    );
+  });
+
+  it('a release that could not be sent (the forward timed out while the store was away) is sent once Redis answers: the retry forwards at once', async () => {
+    const { proxy, fixture, token } = await openGateway();
+    const body = validCardBody();
+    const requestId = String(body['requestId']);
+    // Longer than the connector timeout (1 s): 504, and the claim must be released (D17).
+    await setConnectorMode(fixture.connector, { mode: 'delay', delayMs: 1_500, count: 1 });
+    const first = await cutDuringForward(fixture, token, body, proxy, 1_500);
+    expect(first.statusCode, first.body).toBe(504);
+    expect(await admin.hget(recordKey(requestId), 'state')).toBe('pending');
+
+    await expect.poll(() => admin.hget(recordKey(requestId), 'state'), { timeout: 5_000, interval: 50 }).toBe('released');
+    const started = performance.now();
+    const retry = await createCard(fixture.gw, token, body);
+    expect(retry.statusCode, retry.body).toBe(201);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    // The connector made the card during the timed-out forward and answers it again (D31): one card.
+    expect((await connectorStats(fixture.connector)).keys.filter((key) => key.endsWith(requestId))).toHaveLength(1);
+  });
+});

@@ -1,0 +1,98 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
+import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { connectorStats, createCard, setConnectorMode, startCardFixture, validCardBody } from '../support/card-fixture.js';
+import { startPrivateRedis } from '../support/private-redis.js';
+import { uniquePrefix } from '../support/redis.js';
+
+/**
+ * Issue 8, attack 7: 2,000 concurrent duplicates of one requestId while the connector takes
+ * 2.5 s. Exactly one card reaches the connector; concurrent duplicates in one process share one
+ * wait (one store poll loop per key), at most cards.maxWaitersPerKey (default 100) wait and the
+ * rest get 409 at once; the whole burst costs a bounded number of store commands, counted with
+ * INFO commandstats on a private redis-server; nothing answers 503. Old code: one card, but
+ * ~61,000 Redis commands (~30 per request, every waiter polls) and 73 answers 503.
+ */
+
+const DUPLICATES = 2000;
+const CONNECTOR_DELAY_MS = 2500;
+
+/** Total command calls in INFO commandstats, leaving out the test's own INFO and CONFIG. */
+function commandCalls(info: string): { total: number; byCommand: Record<string, number> } {
+  const byCommand: Record<string, number> = {};
+  let total = 0;
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    const name = match[1] ?? '';
+    if (name === 'info' || name.startsWith('config')) continue;
+    const calls = Number(match[2]);
+    byCommand[name] = calls;
+    total += calls;
+  }
+  return { total, byCommand };
+}
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+describe('2,000 concurrent duplicates of one requestId', () => {
+  it('make one card, cost a bounded number of store commands, and answer only 201 (same card) or 409', async () => {
+    const redisServer = await startPrivateRedis();
+    closers.push(() => redisServer.stop());
+    const admin = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
+    closers.push(async () => admin.disconnect());
+    const client = createRedisClient({ url: redisServer.url, commandTimeoutMs: 1000, connectTimeoutMs: 500 });
+    client.on('error', () => undefined);
+    // What is measured is store commands per request. A 1 s command deadline keeps a CI machine
+    // busy with other suites from turning a slow Redis reply into a 503 that says nothing here.
+    const store = new RedisStore(client, uniquePrefix('hostile-duplicates'), { commandTimeoutMs: 1000 });
+    closers.push(() => store.close());
+    expect(await waitUntilReady(client, 5000)).toBe(true);
+
+    const connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
+    closers.push(() => connector.close());
+    const fixture = await startCardFixture({ store, connector, connectorTimeoutMs: 5000 });
+    closers.push(() => fixture.close());
+    const token = await fixture.token('full');
+    await setConnectorMode(connector, { mode: 'delay', delayMs: CONNECTOR_DELAY_MS });
+    const body = validCardBody();
+
+    await admin.config('RESETSTAT');
+    const started = performance.now();
+    const answers: LightMyRequestResponse[] = await Promise.all(Array.from({ length: DUPLICATES }, () => createCard(fixture.gw, token, body)));
+    const elapsedMs = performance.now() - started;
+    const { total, byCommand } = commandCalls(await admin.info('commandstats'));
+
+    const byStatus = new Map<number, number>();
+    for (const answer of answers) byStatus.set(answer.statusCode, (byStatus.get(answer.statusCode) ?? 0) + 1);
+    const summary = `statuses ${JSON.stringify([...byStatus])}, ${total} store commands ${JSON.stringify(byCommand)}, ${Math.round(elapsedMs)} ms`;
+
+    // Exactly one card reached the connector.
+    const stats = await connectorStats(connector);
+    expect(stats.requestsReceived, summary).toBe(1);
+    expect(stats.cardsCreated).toBe(1);
+
+    // Only 201 (that card) or 409 (too many waiters, or still in progress); never 503.
+    expect(byStatus.get(503) ?? 0, summary).toBe(0);
+    expect(
+      [...byStatus.keys()].every((status) => status === 201 || status === 409),
+      summary,
+    ).toBe(true);
+    const created = answers.filter((answer) => answer.statusCode === 201).map((answer) => answer.json<{ cardId: string }>().cardId);
+    expect(created.length, summary).toBeGreaterThanOrEqual(1);
+    expect(new Set(created).size).toBe(1);
+    for (const answer of answers.filter((a) => a.statusCode === 409)) {
+      const envelope = answer.json<{ code?: string; message: string; retryAfter?: number }>();
+      expect(envelope).toMatchObject({ code: 'idempotency_in_progress', message: 'A request with this requestId is still being processed' });
+      expect(envelope.retryAfter).toBeGreaterThanOrEqual(1);
+      expect(answer.headers['retry-after']).toBe(String(envelope.retryAfter));
+    }
+
+    // Bounded store cost: at most 2 commands per request (old code: ~30).
+    expect(total, summary).toBeLessThanOrEqual(2 * DUPLICATES);
+  }, 60_000);
+});

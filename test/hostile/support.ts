@@ -1,0 +1,486 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readdirSync, writeSync } from 'node:fs';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest, type Agent } from 'node:https';
+import { connect as netConnect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { expect } from 'vitest';
+import { listenGateway, type RunningGateway } from '../../src/server.js';
+import { createTestGateway, PASSWORD, type TestGateway, type TestGatewayOptions } from '../support/gateway-fixture.js';
+
+/**
+ * Shared helpers of the hostile-traffic suite (issue 8, D25-D27, D29): real TLS listeners,
+ * real sockets bound to chosen loopback source addresses, the real entry point as a child
+ * process, and assertions on the coded error envelope of the contract.
+ *
+ * Loopback only: 127.0.0.1 and 127.0.0.2 are allowlisted clients, 127.0.0.3 is an outsider.
+ */
+
+export const INSIDER = '127.0.0.1';
+export const SECOND_INSIDER = '127.0.0.2';
+export const OUTSIDER = '127.0.0.3';
+/** An allowlist that admits the two insiders and refuses the outsider. */
+export const INSIDERS_ONLY = [`${INSIDER}/32`, `${SECOND_INSIDER}/32`];
+
+export const LOGIN_PATH = '/api/v1/auth/login';
+export const CARDS_PATH = '/api/v1/issuing/cards';
+export const JWKS_PATH = '/.well-known/jwks.json';
+
+export interface HttpAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** Wall time from sending to the last byte of the answer. */
+  ms: number;
+}
+
+export interface CallOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** PEM the HTTPS client trusts. */
+  ca?: string;
+  /** Source address of the client socket (ignored when an agent is given: set it on the agent). */
+  localAddress?: string;
+  /** A keep-alive agent; default a fresh connection per call. */
+  agent?: Agent;
+  /** Rejects when no complete answer arrived in time (a frozen gateway never hangs a test). */
+  timeoutMs?: number;
+}
+
+/** One HTTP(S) request; https: or http: by the URL. Never waits longer than `timeoutMs`. */
+export function call(url: string, options: CallOptions = {}): Promise<HttpAnswer> {
+  const target = new URL(url);
+  const method = options.method ?? (options.body === undefined ? 'GET' : 'POST');
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (options.body !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(options.body));
+  }
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(
+      target,
+      {
+        method,
+        headers,
+        agent: options.agent ?? false,
+        ...(options.ca !== undefined && { ca: options.ca }),
+        ...(options.agent === undefined && options.localAddress !== undefined && { localAddress: options.localAddress }),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started });
+        });
+        res.on('error', (error) => {
+          clearTimeout(timer);
+          reject(error);
+        });
+      },
+    );
+    const timer = setTimeout(() => {
+      req.destroy(new Error(`no answer within ${timeoutMs} ms: ${method} ${target.pathname}`));
+    }, timeoutMs);
+    req.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    req.end(options.body);
+  });
+}
+
+/** The error envelope of the contract (D20 + `code`, D36). */
+export interface Envelope {
+  correlationId: string;
+  status: number;
+  code?: string;
+  message: string;
+  details: { fields?: { path: string; message: string }[]; fieldsOmitted?: number } & Record<string, unknown>;
+  timestamp: string;
+  retryAfter?: number;
+}
+
+/** Asserts the coded envelope: status, code, message, JSON content type, correlation id header. */
+export function expectCodedError(answer: HttpAnswer, status: number, code: string, message: string): Envelope {
+  expect({ status: answer.status, body: answer.body.slice(0, 500) }).toMatchObject({ status });
+  expect(answer.headers['content-type']).toMatch(/^application\/json/);
+  const body = JSON.parse(answer.body) as Envelope;
+  expect(body).toMatchObject({ status, code, message });
+  expect(body.correlationId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  expect(answer.headers['x-correlation-id']).toBe(body.correlationId);
+  return body;
+}
+
+/** `retryAfter` is a whole number of seconds >= 1 and the Retry-After header says the same. */
+export function expectRetryAfter(answer: HttpAnswer, envelope: Envelope, exactly?: number): void {
+  expect(Number.isInteger(envelope.retryAfter)).toBe(true);
+  expect(envelope.retryAfter).toBeGreaterThanOrEqual(1);
+  if (exactly !== undefined) expect(envelope.retryAfter).toBe(exactly);
+  expect(answer.headers['retry-after']).toBe(String(envelope.retryAfter));
+}
+
+/** Logs in over real TLS and returns the access token. */
+export async function loginOverTls(
+  httpsUrl: string,
+  ca: string,
+  options: { username?: string; password?: string; localAddress?: string } = {},
+): Promise<string> {
+  const answer = await call(`${httpsUrl}${LOGIN_PATH}`, {
+    ca,
+    body: JSON.stringify({ username: options.username ?? 'full', password: options.password ?? PASSWORD }),
+    ...(options.localAddress !== undefined && { localAddress: options.localAddress }),
+    timeoutMs: 10_000,
+  });
+  expect(answer.status, answer.body).toBe(200);
+  return (JSON.parse(answer.body) as { accessToken: string }).accessToken;
+}
+
+/** The sum of the Prometheus series `name` whose labels include `labels`; undefined when absent. */
+export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  let total: number | undefined;
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const seen = new Map<string, string>();
+    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) seen.set(pair[1] ?? '', pair[2] ?? '');
+    if (Object.entries(labels).every(([key, value]) => seen.get(key) === value)) total = (total ?? 0) + Number(match[3]);
+  }
+  return total;
+}
+
+/** GET on the admin listener (plain HTTP), bounded in time. */
+export function adminGet(adminUrl: string, path: string, timeoutMs = 3000): Promise<HttpAnswer> {
+  return call(`${adminUrl}${path}`, { timeoutMs });
+}
+
+/** Polls `probe` every `intervalMs` until it returns a value, or throws after `timeoutMs`. */
+export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, intervalMs = 100): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (performance.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------------------------------------
+// In-process gateway on real listeners
+// ---------------------------------------------------------------------------------------------
+
+export interface ListeningGateway {
+  gw: TestGateway;
+  running: RunningGateway;
+  httpsUrl: string;
+  httpsPort: number;
+  adminUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A test gateway (createTestGateway) on a real TLS listener and admin listener, both on
+ * 127.0.0.1 with free ports. Clients are direct peers: no trusted proxy unless overridden.
+ */
+export async function listenTestGateway(options: TestGatewayOptions = {}): Promise<ListeningGateway> {
+  const gw = await createTestGateway({ ...options, overrides: { trustedProxies: [], ...(options.overrides ?? {}) } });
+  let running: RunningGateway;
+  try {
+    running = await listenGateway(gw.gateway, { https: { host: INSIDER, port: 0 }, admin: { host: INSIDER, port: 0 } });
+  } catch (error) {
+    await gw.close();
+    throw error;
+  }
+  let closed: Promise<void> | undefined;
+  return {
+    gw,
+    running,
+    httpsUrl: running.httpsUrl,
+    httpsPort: Number(new URL(running.httpsUrl).port),
+    adminUrl: running.adminUrl,
+    close: () =>
+      (closed ??= (async () => {
+        try {
+          await running.close();
+        } finally {
+          await gw.close();
+        }
+      })()),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw sockets
+// ---------------------------------------------------------------------------------------------
+
+/** Every socket a test opened, destroyed in afterEach whatever happened. */
+export class SocketPool {
+  readonly #sockets = new Set<Socket>();
+
+  track<T extends Socket>(socket: T): T {
+    this.#sockets.add(socket);
+    socket.once('close', () => this.#sockets.delete(socket));
+    // A reset by the server is an expected outcome here, never an unhandled error.
+    socket.on('error', () => undefined);
+    return socket;
+  }
+
+  get open(): number {
+    return this.#sockets.size;
+  }
+
+  destroyAll(): void {
+    for (const socket of this.#sockets) socket.destroy();
+    this.#sockets.clear();
+  }
+}
+
+/** A TCP connection from `localAddress`; resolves once connected (no byte sent). */
+export function openTcp(pool: SocketPool, port: number, localAddress: string, timeoutMs = 5000): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = pool.track(netConnect({ host: INSIDER, port, localAddress }));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`TCP connect from ${localAddress} not established within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      resolve(socket);
+    });
+    socket.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+/** A TLS connection from `localAddress`; resolves once the handshake is done. */
+export function openTls(pool: SocketPool, port: number, localAddress: string, ca: string, timeoutMs = 5000): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    // The TCP socket is made first so that it can be bound to `localAddress`.
+    const tcp = pool.track(netConnect({ host: INSIDER, port, localAddress }));
+    const socket = pool.track(tlsConnect({ socket: tcp, ca, servername: 'localhost' }));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`TLS handshake from ${localAddress} not done within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.once('secureConnect', () => {
+      clearTimeout(timer);
+      resolve(socket);
+    });
+    socket.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+/**
+ * Resolves with the milliseconds from `since` until the peer closed `socket` (end, close or
+ * reset), or with undefined when it is still open after `timeoutMs`. Collects what arrived.
+ */
+export function closedWithin(socket: Socket, since: number, timeoutMs: number): Promise<{ ms: number | undefined; received: Buffer }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let done = false;
+    const finish = (ms: number | undefined) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.off('data', onData);
+      resolve({ ms, received: Buffer.concat(chunks) });
+    };
+    const onData = (chunk: Buffer) => chunks.push(chunk);
+    socket.on('data', onData);
+    const closedNow = () => finish(performance.now() - since);
+    if (socket.destroyed || socket.readableEnded) {
+      closedNow();
+      return;
+    }
+    socket.once('end', closedNow);
+    socket.once('close', closedNow);
+    socket.once('error', closedNow);
+    const timer = setTimeout(() => finish(undefined), Math.max(0, timeoutMs - (performance.now() - since)));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real entry point as a child process
+// ---------------------------------------------------------------------------------------------
+
+export interface EntryProcess {
+  child: ChildProcess;
+  readonly stdout: string[];
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  hasExited(): boolean;
+  waitForLog(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** SIGKILL if still running, and wait for the exit (cleanup). */
+  kill(): Promise<void>;
+}
+
+export interface SpawnEntryOptions {
+  /** Called with the stdout pipe instead of the line collector (broken-pipe tests). */
+  onStdout?: (stdout: NonNullable<ChildProcess['stdout']>) => void;
+}
+
+/** `node <mainJs> --config <file>`, stdout and stderr piped; like test/transport's spawnGateway. */
+export function spawnEntry(mainJs: string, configFile: string, options: SpawnEntryOptions = {}): EntryProcess {
+  const repo = join(import.meta.dirname, '..', '..');
+  const env = { ...process.env, GATEWAY_CONFIG: '' };
+  const child = spawn(process.execPath, [mainJs, '--config', configFile], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env });
+  const stdout: string[] = [];
+  let stderr = '';
+  if (options.onStdout) options.onStdout(child.stdout!);
+  else {
+    let pending = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      stdout.push(...lines.filter(Boolean));
+    });
+  }
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  let done = false;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => {
+      done = true;
+      resolve({ code, signal });
+    });
+  });
+  const parse = (line: string): Record<string, unknown> | undefined => {
+    try {
+      return JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+  };
+  return {
+    child,
+    stdout,
+    stderr: () => stderr,
+    exited,
+    hasExited: () => done,
+    waitForLog: async (match, timeoutMs = 15_000) => {
+      const deadline = performance.now() + timeoutMs;
+      for (;;) {
+        for (const line of stdout) {
+          const parsed = parse(line);
+          if (parsed && match(parsed)) return parsed;
+        }
+        if (done) throw new Error(`the gateway exited; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr}`);
+        if (performance.now() > deadline) throw new Error(`no matching log line within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr}`);
+        await sleep(25);
+      }
+    },
+    kill: async () => {
+      if (done) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/**
+ * Lowers the open-file limit of a running process to what it has open now plus `headroom`
+ * (prlimit(1)), to show what exhausting its descriptors does. Returns the new limit.
+ */
+export function limitOpenFiles(pid: number, headroom: number): number {
+  const open = readdirSync(`/proc/${pid}/fd`).length;
+  const limit = open + headroom;
+  execFileSync('prlimit', ['--pid', String(pid), `--nofile=${limit}:${limit}`], { stdio: 'pipe' });
+  return limit;
+}
+
+/** Resolves with the exit, or with undefined when the process is still running after `timeoutMs`. */
+export async function exitWithin(
+  processUnderTest: EntryProcess,
+  timeoutMs: number,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number } | undefined> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), timeoutMs);
+  });
+  const result = await Promise.race([processUnderTest.exited.then((exit) => ({ ...exit, ms: performance.now() - started })), timedOut]);
+  clearTimeout(timer);
+  return result;
+}
+
+/** Polls the admin /healthz until it answers 200 (the process is up); fails at once if it exited. */
+export async function waitUntilHealthy(adminUrl: string, processUnderTest: EntryProcess, timeoutMs = 15_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    if (processUnderTest.hasExited()) throw new Error(`the gateway exited before it answered /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`);
+    try {
+      if ((await adminGet(adminUrl, '/healthz', 1000)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() > deadline)
+      throw new Error(`the admin listener did not answer /healthz within ${timeoutMs} ms; stderr:\n${processUnderTest.stderr().slice(-3000)}`);
+    await sleep(100);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Disk space
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Fills the file system that holds `dir` with one file, until not one more byte fits.
+ * Returns the filler's path (delete it to give the space back).
+ */
+export function fillVolume(dir: string): string {
+  const path = join(dir, 'filler.bin');
+  const fd = openSync(path, 'w');
+  try {
+    for (const size of [64 * 1024, 4096, 512, 1]) {
+      const chunk = Buffer.alloc(size, 0x61);
+      for (;;) {
+        try {
+          writeSync(fd, chunk);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOSPC') break;
+          throw error;
+        }
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return path;
+}
+
+/** Runs `work` over `items` with at most `concurrency` in flight; results in item order. */
+export async function mapBounded<T, R>(items: readonly T[], concurrency: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (;;) {
+      const index = next;
+      next += 1;
+      if (index >= items.length) return;
+      results[index] = await work(items[index] as T, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return results;
+}

@@ -1,0 +1,150 @@
+import { chmodSync, copyFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { compileEntryPoint, freePort, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from '../transport/compiled-gateway.js';
+import { rawTestConfig, testKeys, writeTestConfig, type RawConfig } from '../support/gateway-fixture.js';
+
+/**
+ * Issue 9 row 8 (D32), through the real entry point: `environment: production` with the memory
+ * store, an http:// connector (or an https one with neither mutual TLS nor a gateway secret),
+ * secret files readable by group or others and `logging.level: debug` exits 78 listing every
+ * problem as `file: field: problem`, and opens no listener. Sandbox with the same settings starts
+ * and logs each finding as a warning.
+ */
+
+// The gateway's logger writes the level as its label.
+const PINO_WARN = 'warn';
+
+/** The unsafe settings of the row; secrets copied with loose modes into the config folder. */
+async function unsafeSettings(dir: string, environment: 'production' | 'sandbox'): Promise<RawConfig> {
+  const keys = await testKeys();
+  const copy = (from: string, name: string, mode: number) => {
+    const path = join(dir, name);
+    copyFileSync(from, path);
+    chmodSync(path, mode);
+    return path;
+  };
+  const secretPath = join(dir, 'connector.secret');
+  writeFileSync(secretPath, 'connector-shared-secret-value');
+  chmodSync(secretPath, 0o644);
+  return rawTestConfig({
+    environment,
+    listeners: { https: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } },
+    tls: { cert: { file: keys.tlsCert }, key: { file: copy(keys.tlsKey, 'tls.key', 0o666) } },
+    store: { kind: 'memory' },
+    connector: { url: 'http://127.0.0.1:9', timeoutMs: 1000, sharedSecret: { file: secretPath } },
+    tokens: {
+      issuer: 'https://issuer.test/',
+      audience: 'card-issuing-test',
+      signingKey: { kid: 'k-1', privateKey: { file: copy(keys.signingKey, 'signing.key', 0o640) } },
+    },
+    cards: { encryptionKey: { kid: 'card-1', key: { file: copy(keys.cardKey, 'card.key', 0o604) } } },
+    logging: { level: 'debug' },
+  });
+}
+
+/** Every field the unsafe settings above get wrong. */
+const UNSAFE_FIELDS = [
+  'store.kind',
+  'connector.url',
+  'connector.sharedSecret',
+  'tls.key',
+  'tokens.signingKey.privateKey',
+  'cards.encryptionKey.key',
+  'logging.level',
+];
+
+describe('production refuses unsafe settings (D32)', () => {
+  let entry: CompiledEntryPoint;
+  const spawned: SpawnedGateway[] = [];
+
+  beforeAll(async () => {
+    entry = await compileEntryPoint();
+  }, 120_000);
+  afterEach(async () => {
+    for (const gateway of spawned.splice(0)) {
+      gateway.kill();
+      await gateway.exited;
+    }
+  });
+  afterAll(() => {
+    entry?.remove();
+  });
+
+  function run(file: string): SpawnedGateway {
+    const gateway = spawnGateway(entry.mainJs, file);
+    spawned.push(gateway);
+    return gateway;
+  }
+
+  /** Whichever comes first: the exit, or the "gateway listening" line. */
+  async function outcome(gateway: SpawnedGateway): Promise<{ listening: true } | { listening: false; code: number | null }> {
+    const listening = gateway
+      .waitForLog((line) => line['msg'] === 'gateway listening', { timeoutMs: 20_000 })
+      .then(
+        () => ({ listening: true as const }),
+        () => undefined,
+      );
+    const exited = gateway.exited.then(({ code }) => ({ listening: false as const, code }));
+    const first = await Promise.race([listening, exited]);
+    return first ?? (await exited);
+  }
+
+  it('exits 78 listing every unsafe setting as file: field: problem, without listening', async () => {
+    const written = await writeTestConfig(await rawTestConfig());
+    await written.write(await unsafeSettings(written.dir, 'production'));
+    const gateway = run(written.file);
+    const result = await outcome(gateway);
+    expect(result, `production started with unsafe settings; stderr:\n${gateway.stderr()}`).toEqual({ listening: false, code: 78 });
+    const stderr = gateway.stderr();
+    for (const field of UNSAFE_FIELDS) {
+      expect(stderr, `no problem listed for ${field}`).toMatch(new RegExp(`${escape(written.file)}: ${escape(field)}: \\S`));
+    }
+    expect(gateway.stdout.filter((line) => line.includes('gateway listening'))).toEqual([]);
+  }, 60_000);
+
+  it('exits 78 for an https connector with neither mutual TLS nor a gateway secret', async () => {
+    const written = await writeTestConfig(await rawTestConfig());
+    await written.write(
+      await rawTestConfig({
+        environment: 'production',
+        store: { kind: 'redis', redis: { url: `redis://127.0.0.1:${await freePort()}`, keyPrefix: 'gw-prod-test:' } },
+        connector: { url: 'https://127.0.0.1:9', timeoutMs: 1000 },
+        logging: { level: 'info' },
+      }),
+    );
+    const gateway = run(written.file);
+    const result = await outcome(gateway);
+    expect(result, `production started with an unauthenticated connector; stderr:\n${gateway.stderr()}`).toEqual({ listening: false, code: 78 });
+    expect(gateway.stderr()).toMatch(new RegExp(`${escape(written.file)}: connector(\\.[A-Za-z.]+)?: \\S`));
+    // Only that problem: the other settings are safe.
+    for (const field of ['store.kind', 'connector.url', 'logging.level', 'tls.key', 'cards.encryptionKey.key', 'tokens.signingKey.privateKey']) {
+      expect(gateway.stderr()).not.toContain(`${written.file}: ${field}: `);
+    }
+  }, 60_000);
+
+  it('starts a sandbox with the same settings and logs each finding as a warning', async () => {
+    const written = await writeTestConfig(await rawTestConfig());
+    await written.write(await unsafeSettings(written.dir, 'sandbox'));
+    const gateway = run(written.file);
+    const result = await outcome(gateway);
+    expect(result, `sandbox did not start; stderr:\n${gateway.stderr()}`).toEqual({ listening: true });
+    const warnings = gateway.stdout
+      .map((line) => {
+        try {
+          return JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          return undefined;
+        }
+      })
+      .filter((line): line is Record<string, unknown> => line !== undefined && line['level'] === PINO_WARN);
+    const text = JSON.stringify(warnings);
+    for (const field of UNSAFE_FIELDS) expect(text, `no warning names ${field}: ${text}`).toContain(field);
+    gateway.child.kill('SIGTERM');
+    expect((await gateway.exited).code).toBe(0);
+  }, 60_000);
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}

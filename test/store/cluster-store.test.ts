@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { Cluster } from 'ioredis';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createStore } from '../../src/store/create-store.js';
+import type { RedisStore } from '../../src/store/redis/redis-store.js';
+import type { StoreEvent } from '../../src/store/store-types.js';
+import { cardIdempotencySuite } from '../cards/card-idempotency.js';
+import { tokenLifecycleSuite } from '../auth/token-lifecycle.js';
+import { testConfig } from '../support/gateway-fixture.js';
+import {
+  keySlot,
+  openTopologyStore,
+  startCluster,
+  storeSection,
+  type ClusterShard,
+  type ClusterTopology,
+  type RedisProcess,
+} from '../support/redis-topologies.js';
+import { measureRecordWrites } from './record-writes.js';
+import { sampleRecord, storeContract } from './store-contract.js';
+
+/**
+ * D35 on Redis Cluster: 3 masters with a replica each, real redis-server processes on loopback,
+ * started once for this file. The store contract, the token lifecycle and the card idempotency
+ * suites run unchanged on it; then what only a Cluster has: keys spread over shards with each
+ * script's keys in one slot, rate-limiter-flexible on a Cluster client, and WAIT sent to the
+ * shard that holds the record.
+ */
+
+let cluster: ClusterTopology;
+
+beforeAll(async () => {
+  cluster = await startCluster();
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const fresh = async () => {
+  const store = await openTopologyStore(cluster);
+  return { store, cleanup: () => store.close() };
+};
+
+storeContract('cluster', fresh, 'cluster');
+tokenLifecycleSuite('cluster', fresh);
+cardIdempotencySuite('cluster', fresh);
+
+/** Every key under `prefix` on every master, with the master that holds it. */
+async function keysByMaster(prefix: string): Promise<Map<string, RedisProcess>> {
+  const found = new Map<string, RedisProcess>();
+  for (const shard of await cluster.shards()) {
+    const admin = shard.master.admin();
+    try {
+      await admin.connect();
+      let cursor = '0';
+      do {
+        const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+        for (const key of keys) found.set(key, shard.master);
+        cursor = next;
+      } while (cursor !== '0');
+    } finally {
+      admin.disconnect();
+    }
+  }
+  return found;
+}
+
+/** A name whose idempotency key (`{name}` is its hash tag) lands on `shard`. */
+function nameOn(shard: ClusterShard): string {
+  for (;;) {
+    const name = `acct-1:${randomUUID()}`;
+    const slot = keySlot(name);
+    if (shard.slots.some(([start, end]) => slot >= start && slot <= end)) return name;
+  }
+}
+
+describe('Cluster topology (D35)', () => {
+  const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
+
+  it('is built from `store.redis.cluster` in a config file and knows every shard master', async () => {
+    const config = await testConfig({ store: storeSection(cluster, `test:${randomUUID().slice(0, 8)}:`) });
+    expect(config.store).toMatchObject({ kind: 'redis', target: { topology: 'cluster' } });
+    const store = createStore(config.store, Date.now) as RedisStore;
+    try {
+      await expect
+        .poll(
+          async () =>
+            store.ping().then(
+              () => true,
+              () => false,
+            ),
+          { timeout: 10_000 },
+        )
+        .toBe(true);
+      const masters = (await cluster.shards()).map((shard) => shard.master.address).sort();
+      expect(store.describe()).toMatchObject({ topology: 'cluster', up: true, masters, masterChanges: 0 });
+      expect(store.client).toBeInstanceOf(Cluster);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("spreads keys over the shards, keeps each script's keys in one slot and every key under the prefix", async () => {
+    const prefix = `test:${randomUUID().slice(0, 8)}:`;
+    const store = await openTopologyStore(cluster, { prefix });
+    try {
+      const families = Array.from({ length: 30 }, () => `fam_${randomUUID()}`);
+      for (const familyId of families) {
+        const token = { familyId, tokenHash: `h_${randomUUID()}` };
+        await store.sessions.createFamily({ token, credentialId: 'c', expiresAt: Date.now() + 60_000, now: Date.now() });
+        // rotation writes a third key of the family: the script needs all three in one slot
+        expect(
+          await store.sessions.rotate({
+            token,
+            credentialId: 'c',
+            newTokenHash: `h_${randomUUID()}`,
+            newExpiresAt: Date.now() + 60_000,
+            now: Date.now(),
+            graceMs: 60_000,
+          }),
+        ).toBe('rotated');
+      }
+      const limiter = store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 });
+      for (let i = 0; i < 30; i += 1) await limiter.consume(`subject-${i}:123`);
+      for (let i = 0; i < 30; i += 1) await store.lockouts.recordFailure(`user-${i}`, { now: Date.now(), maxFailures: 10, lockoutMs: 60_000 });
+
+      const keys = await keysByMaster(prefix);
+      expect(keys.size).toBe(30 * 3 + 30 + 30);
+      for (const key of keys.keys()) expect(key.startsWith(prefix)).toBe(true);
+      for (const familyId of families) {
+        const familyKeys = [...keys].filter(([key]) => key.includes(`{${familyId}}`));
+        expect(familyKeys).toHaveLength(3);
+        expect(new Set(familyKeys.map(([key]) => keySlot(key))).size).toBe(1);
+        expect(new Set(familyKeys.map(([, master]) => master)).size).toBe(1);
+      }
+      // rate-limiter-flexible's keys: `<prefix>rl:login::<subject>`, one key per subject and window, no hash tag
+      const limiterKeys = [...keys].filter(([key]) => key.startsWith(`${prefix}rl:login:`));
+      expect(limiterKeys).toHaveLength(30);
+      expect(limiterKeys[0]![0]).toMatch(new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}rl:login::subject-\\d+:123$`));
+      for (const kind of ['fam:', 'rl:login:', 'lock:']) {
+        const masters = new Set([...keys].filter(([key]) => key.startsWith(`${prefix}${kind}`)).map(([, master]) => master));
+        expect({ kind, shards: masters.size }).toEqual({ kind, shards: 3 });
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('rate-limiter-flexible on a Cluster client: replicas share counts, over the limit is a RateLimiterRes, never an Error', async () => {
+    const prefix = `test:${randomUUID().slice(0, 8)}:`;
+    const first = await openTopologyStore(cluster, { prefix });
+    const second = await openTopologyStore(cluster, { prefix });
+    try {
+      // rejectIfRedisNotReady looks at client.status: a Cluster client reports `ready` too.
+      expect(first.client.status).toBe('ready');
+      const a = first.createRateLimiter({ keyPrefix: 'rl:refresh:', points: 5, durationSeconds: 60 });
+      const b = second.createRateLimiter({ keyPrefix: 'rl:refresh:', points: 5, durationSeconds: 60 });
+      for (let i = 0; i < 5; i += 1) await (i % 2 ? a : b).consume('cred-1:1');
+      const over = await a.consume('cred-1:1').then(
+        () => undefined,
+        (rejection: unknown) => rejection,
+      );
+      expect(over).toBeInstanceOf(RateLimiterRes);
+      expect((over as RateLimiterRes).consumedPoints).toBe(6);
+      await expect(b.consume('cred-2:1')).resolves.toMatchObject({ consumedPoints: 1 });
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it("replicasToAck 1: WAIT goes to the shard holding the record (a paused replica delays only its own shard's records)", async () => {
+    const store = await openTopologyStore(cluster, { replicasToAck: 1 });
+    const events: StoreEvent[] = [];
+    store.subscribe((event) => events.push(event));
+    const shards = await cluster.shards();
+    const [slowShard, ...others] = shards as [ClusterShard, ...ClusterShard[]];
+    const write = async (name: string) => {
+      await store.idempotency.reserve(name, { owner: 'gw-1', now: Date.now(), leaseMs: 10_000, attempt: ATTEMPT });
+      const started = performance.now();
+      await store.idempotency.complete(name, { owner: 'gw-1', record: sampleRecord(), expiresAt: Date.now() + 60_000, now: Date.now() });
+      return performance.now() - started;
+    };
+    try {
+      for (const shard of shards) expect(await write(nameOn(shard))).toBeLessThan(250);
+      expect(store.describe().unacknowledgedRecords).toBe(0);
+
+      const replica = slowShard.replicas[0]!;
+      process.kill(replica.pid, 'SIGSTOP');
+      try {
+        // Shorter than the node timeout: the cluster does not fail the replica meanwhile.
+        for (const shard of others) expect(await write(nameOn(shard))).toBeLessThan(250);
+        expect(store.describe().unacknowledgedRecords).toBe(0);
+        expect(await write(nameOn(slowShard))).toBeGreaterThanOrEqual(250);
+        expect(store.describe().unacknowledgedRecords).toBe(1);
+      } finally {
+        process.kill(replica.pid, 'SIGCONT');
+      }
+      expect(events).toEqual([{ kind: 'replicas-behind', wanted: 1, acknowledged: 0 }]);
+      await expect.poll(async () => write(nameOn(slowShard)), { timeout: 5_000 }).toBeLessThan(250);
+      expect(events.at(-1)).toEqual({ kind: 'replicas-caught-up' });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("measures what replicasToAck costs a card record on a Cluster (WAIT in the record's pipeline)", async () => {
+    const figures = await measureRecordWrites(cluster, [0, 1]);
+    console.info(
+      `[cluster] card record write, ms (mean / p99 over ${figures[0]!.count}): ${figures.map((f) => `replicasToAck ${f.replicasToAck}: ${f.meanMs.toFixed(2)} / ${f.p99Ms.toFixed(2)}`).join('; ')}`,
+    );
+    for (const figure of figures) expect(figure.unacknowledged).toBe(0);
+    expect(figures[1]!.meanMs - figures[0]!.meanMs).toBeLessThan(5);
+  }, 60_000);
+});

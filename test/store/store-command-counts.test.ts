@@ -1,0 +1,211 @@
+import { connect, type Socket } from 'node:net';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/foundation/clock.js';
+import { createRedisClient } from '../../src/store/redis/redis-client.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { postLogin, postLogout, postRefresh, waitFor } from '../support/auth-requests.js';
+import { createCard, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
+import { PASSWORD } from '../support/gateway-fixture.js';
+import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
+import { uniquePrefix } from '../support/redis.js';
+
+/**
+ * What each request type costs the store (README "Running at scale"): Redis commands per
+ * request and the Redis CPU they take, read from INFO commandstats on a redis-server of this
+ * file's own (nothing else talks to it). The counts are asserted, so the README's capacity
+ * table cannot drift from the code; the CPU figures are printed.
+ */
+
+/** Commands of this test's own admin connection and of the store's health monitor, not of requests. */
+const NOT_REQUESTS = new Set(['info', 'config', 'ping', 'client', 'hello', 'select', 'command', 'script']);
+
+interface Usage {
+  calls: Map<string, number>;
+  usec: number;
+}
+
+/**
+ * MONITOR on a plain socket: each line is `+<time> [<db> <client address or lua>] "<command>" ...`.
+ * (ioredis's own monitor() can take the first lines for replies when they arrive together with
+ * MONITOR's OK.) Resolves once Redis has acknowledged MONITOR.
+ */
+function monitor(port: number, onCommand: (source: string, name: string) => void): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write('MONITOR\r\n'));
+    let buffered = '';
+    let acknowledged = false;
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const lines = buffered.split('\r\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!acknowledged && line === '+OK') {
+          acknowledged = true;
+          resolve(socket);
+          continue;
+        }
+        const match = /^\+[\d.]+ \[\d+ ([^\]]+)\] "([^"]+)"/.exec(line);
+        if (match) onCommand(match[1] === 'lua' ? 'lua' : 'client', match[2]!.toLowerCase());
+      }
+    });
+  });
+}
+
+async function commandStats(admin: Redis): Promise<Usage> {
+  const text = await admin.info('commandstats');
+  const calls = new Map<string, number>();
+  let usec = 0;
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    const name = match[1]!;
+    if (NOT_REQUESTS.has(name)) continue;
+    calls.set(name, Number(match[2]));
+    usec += Number(match[3]);
+  }
+  return { calls, usec };
+}
+
+describe('store commands per request type (INFO commandstats)', () => {
+  let redis: PrivateRedis;
+  let admin: Redis;
+  let store: RedisStore;
+  // The store's health monitor pings once a second: not a request's cost (PING is excluded).
+  let fixture: CardFixture;
+  const rows: string[] = [];
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    admin.on('error', () => undefined);
+    const client = createRedisClient({ url: redis.url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+    store = new RedisStore(client, uniquePrefix('command-counts'));
+    await waitFor(
+      () =>
+        store.ping().then(
+          () => true,
+          () => false,
+        ),
+      5_000,
+      'the store to answer',
+    );
+    // Real limits are raised only so that the measured loops are never refused.
+    fixture = await startCardFixture({
+      store,
+      clock: new ManualClock(Date.now()),
+      overrides: {
+        rateLimits: {
+          login: { points: 10_000, windowSeconds: 60 },
+          refresh: { points: 10_000, windowSeconds: 60 },
+          loginPerAddress: { points: 10_000, windowSeconds: 60 },
+        },
+      },
+    });
+  });
+
+  afterAll(async () => {
+    if (rows.length > 0) console.info(`[store commands per request]\n${rows.join('\n')}`);
+    await fixture?.close();
+    await store?.close();
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  /**
+   * Runs `request` 2n times after one warm-up (which loads the scripts): n under MONITOR, for
+   * the commands the gateway sends (each a round trip, pipelined or not) and those its scripts
+   * run inside Redis; n with fresh INFO commandstats, for the Redis CPU they take (MONITOR
+   * would add its own cost). Returns the commands sent per request, by name.
+   */
+  async function measure(label: string, n: number, request: (i: number) => Promise<void>): Promise<Record<string, number>> {
+    await request(-1);
+    const sent = new Map<string, number>();
+    let inScripts = 0;
+    const watcher = await monitor(redis.port, (source, name) => {
+      if (source === 'lua') inScripts += 1;
+      else if (!NOT_REQUESTS.has(name)) sent.set(name, (sent.get(name) ?? 0) + 1);
+    });
+    for (let i = 0; i < n; i += 1) await request(i);
+    // MONITOR lines arrive after the replies they describe: let the last ones in.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    watcher.destroy();
+
+    await admin.call('CONFIG', 'RESETSTAT');
+    for (let i = n; i < 2 * n; i += 1) await request(i);
+    const { usec } = await commandStats(admin);
+
+    const perRequest: Record<string, number> = {};
+    let total = 0;
+    for (const [name, count] of [...sent].sort()) {
+      perRequest[name] = Math.round((count / n) * 100) / 100;
+      total += count;
+    }
+    rows.push(
+      `${label}: ${Math.round((total / n) * 100) / 100} commands sent (${Object.entries(perRequest)
+        .map(([name, count]) => `${name} ${count}`)
+        .join(', ')}), ` + `${Math.round((inScripts / n) * 100) / 100} run inside scripts, ${(usec / n).toFixed(1)} µs of Redis CPU`,
+    );
+    return perRequest;
+  }
+
+  const N = 25;
+
+  it('login (success): two limiter scripts, the lockout read and reset, and the new family in one MULTI', async () => {
+    const counts = await measure('login (success)', N, async () => {
+      expect((await postLogin(fixture.gw, 'full', PASSWORD)).statusCode).toBe(200);
+    });
+    // hget: the lockout; del: its reset; multi..exec: the family and its first token (one round trip)
+    expect(counts).toEqual({ evalsha: 2, hget: 1, del: 1, multi: 1, hset: 2, pexpire: 2, exec: 1 });
+  });
+
+  it('login (wrong password): two limiter scripts, the lockout read and the failure count', async () => {
+    const counts = await measure('login (wrong password)', N, async (i) => {
+      // A different username each time: no lockout is reached.
+      expect((await postLogin(fixture.gw, `nobody-${i}`, 'wrong')).statusCode).toBe(401);
+    });
+    // the third script counts the failure towards the lockout
+    expect(counts).toEqual({ evalsha: 3, hget: 1 });
+  });
+
+  it('refresh: the limiter script and the rotation script', async () => {
+    let session = (await postLogin(fixture.gw, 'full', PASSWORD)).json<{ accessToken: string; refreshToken: string }>();
+    const counts = await measure('refresh', N, async () => {
+      const response = await postRefresh(fixture.gw, session.accessToken, session.refreshToken);
+      expect(response.statusCode).toBe(200);
+      session = response.json<typeof session>();
+    });
+    expect(counts).toEqual({ evalsha: 2 });
+  });
+
+  it('logout: the revocation script', async () => {
+    const sessions: { accessToken: string; refreshToken: string }[] = [];
+    for (let i = 0; i < 2 * N + 1; i += 1) {
+      const response = await postLogin(fixture.gw, 'full', PASSWORD);
+      expect(response.statusCode).toBe(200);
+      sessions.push(response.json<{ accessToken: string; refreshToken: string }>());
+    }
+    const counts = await measure('logout', N, async (i) => {
+      const session = sessions[i + 1]!;
+      expect((await postLogout(fixture.gw, session.accessToken, session.refreshToken)).statusCode).toBe(200);
+    });
+    expect(counts).toEqual({ evalsha: 1 });
+  });
+
+  it('card creation (new requestId): the claim and the record, two scripts', async () => {
+    const token = await fixture.token();
+    const counts = await measure('card creation', N, async () => {
+      expect((await createCard(fixture.gw, token, validCardBody())).statusCode).toBe(201);
+    });
+    expect(counts).toEqual({ evalsha: 2 });
+  });
+
+  it('card replay (known requestId): the claim answers with the record, one script', async () => {
+    const token = await fixture.token();
+    const body = validCardBody();
+    expect((await createCard(fixture.gw, token, body)).statusCode).toBe(201);
+    const counts = await measure('card replay', N, async () => {
+      expect((await createCard(fixture.gw, token, body)).statusCode).toBe(201);
+    });
+    expect(counts).toEqual({ evalsha: 1 });
+  });
+});

@@ -1,0 +1,83 @@
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createStoreClient, type RedisTarget } from '../../src/store/redis/redis-client.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { StoreUnavailableError, type StoreEvent } from '../../src/store/store-types.js';
+import { freePort } from '../support/ports.js';
+import { sampleRecord } from './store-contract.js';
+
+/**
+ * D23 on every topology: with nothing answering (no sentinel, no cluster node), every store
+ * operation fails with StoreUnavailableError (a 503), fast, and the store reports itself down
+ * once, not once per request.
+ */
+const T0 = 1_700_000_000_000;
+const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
+
+for (const topology of ['sentinel', 'cluster'] as const) {
+  describe(`${topology} with nothing reachable`, () => {
+    let store: RedisStore;
+    const events: StoreEvent[] = [];
+
+    beforeAll(async () => {
+      const nodes = [
+        { host: '127.0.0.1', port: await freePort() },
+        { host: '127.0.0.1', port: await freePort() },
+      ];
+      const target: RedisTarget = topology === 'sentinel' ? { topology, masterName: 'nowhere', nodes } : { topology, nodes };
+      store = new RedisStore(createStoreClient({ target, commandTimeoutMs: 300, connectTimeoutMs: 500 }), 'test:unreachable:');
+      store.subscribe((event) => events.push(event));
+    });
+
+    afterAll(async () => {
+      await store.close();
+    });
+
+    const token = { familyId: 'fam', tokenHash: 'h' };
+    const operations: [string, () => Promise<unknown>][] = [
+      ['sessions.createFamily', () => store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + 1000, now: T0 })],
+      ['sessions.rotate', () => store.sessions.rotate({ token, credentialId: 'c', newTokenHash: 'n', newExpiresAt: T0 + 1000, now: T0, graceMs: 1000 })],
+      ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token, credentialId: 'c', now: T0, graceMs: 1000 })],
+      ['idempotency.reserve', () => store.idempotency.reserve('a:r', { owner: 'o', now: T0, leaseMs: 1000, attempt: ATTEMPT })],
+      ['idempotency.peek', () => store.idempotency.peek('a:r', T0)],
+      ['idempotency.complete', () => store.idempotency.complete('a:r', { owner: 'o', record: sampleRecord(), expiresAt: T0 + 1000, now: T0 })],
+      ['idempotency.release', () => store.idempotency.release('a:r', { owner: 'o', now: T0, keepUntil: T0 + 1000 })],
+      ['lockouts.recordFailure', () => store.lockouts.recordFailure('u', { now: T0, maxFailures: 10, lockoutMs: 1000 })],
+      ['lockouts.lockedUntil', () => store.lockouts.lockedUntil('u', T0)],
+      ['lockouts.reset', () => store.lockouts.reset('u')],
+      ['ping', () => store.ping()],
+    ];
+
+    it('rejects every operation with StoreUnavailableError within 1.5 s', async () => {
+      for (const [name, operation] of operations) {
+        const started = performance.now();
+        const error = await operation().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect({ name, error }).toEqual({ name, error: expect.any(StoreUnavailableError) });
+        expect(performance.now() - started).toBeLessThan(1_500);
+      }
+    });
+
+    it('rejects a rate-limiter consume with an Error (never a RateLimiterRes, never a 429) within 1.5 s', async () => {
+      const started = performance.now();
+      const error = await store
+        .createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 })
+        .consume('x:1')
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(error).toBeInstanceOf(Error);
+      expect(error).not.toBeInstanceOf(RateLimiterRes);
+      expect(performance.now() - started).toBeLessThan(1_500);
+    });
+
+    it('describes itself down, and said so once', () => {
+      expect(store.describe()).toMatchObject({ topology, up: false });
+      expect(events.filter((event) => event.kind === 'down')).toHaveLength(1);
+      expect(events.filter((event) => event.kind === 'up')).toHaveLength(0);
+    });
+  });
+}
