@@ -668,6 +668,8 @@ async function soak(started: (cpu: number, args: string[]) => Promise<Server>, d
     traffic: { create, replay, auth },
     heapMiB: { firstMinute: +(avg(first, 'heapUsed') / 1048576).toFixed(1), lastMinute: +(avg(last, 'heapUsed') / 1048576).toFixed(1) },
     handles: { firstMinute: +avg(first, 'handles').toFixed(1), lastMinute: +avg(last, 'handles').toFixed(1) },
+    // Every minute's average, so a slow rise can be told from the old generation settling.
+    heapMiBPerMinute: Array.from({ length: Math.floor(samples.length / 60) }, (_, m) => +(avg(minuteOf(m * 60), 'heapUsed') / 1048576).toFixed(1)),
     samples: samples.length,
   };
   writeFileSync(join(root, 'bench', 'soak-results.json'), `${JSON.stringify(soakResult, null, 2)}\n`);
