@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { arr, catalogueName, markdownAnchors, metricNames, obj, promtool, readYaml, repoPath, str, type Json } from './support.js';
+import { anchorsOf } from '../support/markdown.js';
+import { arr, catalogueName, metricNames, obj, promtool, readYaml, repoPath, str, type Json } from './support.js';
 
 /**
  * deploy/prometheus: the alert rules pass `promtool check rules`, their unit tests pass
@@ -106,7 +107,7 @@ describe('alert rules', () => {
       const runbook = str(alert.annotations['runbook'], `${alert.name}.annotations.runbook`);
       const [file = '', anchor] = runbook.split('#');
       expect(existsSync(repoPath(file)), `${alert.name}: ${file}`).toBe(true);
-      if (anchor !== undefined) expect([...markdownAnchors(readFileSync(repoPath(file), 'utf8'))], `${alert.name}: ${runbook}`).toContain(anchor);
+      if (anchor !== undefined) expect([...anchorsOf(readFileSync(repoPath(file), 'utf8'))], `${alert.name}: ${runbook}`).toContain(anchor);
     }
   });
 });

@@ -172,26 +172,3 @@ export function secretReferences(config: Json, field = ''): SecretReference[] {
 
 /** The longest drain the gateway allows after its shutdown delay (src/main.ts exits after 25 s). */
 export const DRAIN_LIMIT_SECONDS = 25;
-
-/** GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces to hyphens. */
-export function headingAnchor(heading: string): string {
-  return heading
-    .trim()
-    .toLowerCase()
-    .replace(/`/g, '')
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
-}
-
-/** The anchors of a Markdown file's headings. */
-export function markdownAnchors(text: string): Set<string> {
-  const anchors = new Set<string>();
-  let fenced = false;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('```')) fenced = !fenced;
-    if (fenced) continue;
-    const heading = /^#{1,6}\s+(.*)$/.exec(line);
-    if (heading?.[1] !== undefined) anchors.add(headingAnchor(heading[1]));
-  }
-  return anchors;
-}

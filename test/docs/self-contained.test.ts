@@ -2,13 +2,15 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { anchorsOf, withoutCodeFences } from '../support/markdown.js';
 
 /**
  * D39: a fresh clone of the repository is self-contained. Nothing a user reads (README, docs,
- * the client's README), nothing an operator runs (config, Dockerfile) and no comment in the
- * code may point outside the repository: no `../shared`, no link or file name that a clone does
- * not have, no decision or interface section that docs/decisions.md does not define. The test
- * reads files only; it imports nothing from src/ so that it survives moves of the code.
+ * the client's README, the deployment kit's README), nothing an operator runs (config,
+ * Dockerfile) and no comment in the code may point outside the repository: no relative path that
+ * climbs out of it, no link or file name that a clone does not have, no decision or interface
+ * section that docs/decisions.md does not define. The test reads files only; it imports nothing
+ * from src/ so that it survives moves of the code.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -30,13 +32,15 @@ const ALL_FILES = walk(ROOT).map(toRepoPath);
 const FILE_NAMES = new Set(ALL_FILES.map((path) => basename(path)));
 const inFolder = (folder: string, test: (path: string) => boolean): string[] => ALL_FILES.filter((path) => path.startsWith(`${folder}/`) && test(path));
 
-const MARKDOWN = ['README.md', ...inFolder('docs', (path) => path.endsWith('.md')), ...(existsSync(join(ROOT, 'client', 'README.md')) ? ['client/README.md'] : [])];
+const MARKDOWN = ['README.md', ...['docs', 'deploy', 'client'].flatMap((folder) => inFolder(folder, (path) => path.endsWith('.md')))];
 const CONFIG = inFolder('config', (path) => /^config\/[^/]+\.ya?ml$/.test(path));
 const SOURCES = inFolder('src', (path) => path.endsWith('.ts'));
 const DOCKERFILE = existsSync(join(ROOT, 'Dockerfile')) ? ['Dockerfile'] : [];
 /** Machine-readable docs (the OpenAPI description): checked for references that leave the repository. */
 const DOC_DATA = inFolder('docs', (path) => path.endsWith('.json'));
-const SCANNED = [...MARKDOWN, ...CONFIG, ...DOCKERFILE, ...SOURCES];
+/** The deployment kit: compose, Kubernetes, Prometheus and Grafana files, the secrets script. */
+const DEPLOY = inFolder('deploy', (path) => !path.endsWith('.md'));
+const SCANNED = [...MARKDOWN, ...CONFIG, ...DOCKERFILE, ...SOURCES, ...DEPLOY];
 
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 const lineOf = (text: string, index: number): number => text.slice(0, index).split('\n').length;
@@ -50,35 +54,14 @@ const insideRepo = (absolute: string): boolean => {
 /** Exists in the repository (a file or a folder), given a path resolved against some folder. */
 const existsInRepo = (absolute: string): boolean => insideRepo(absolute) && existsSync(absolute) && !NOT_IN_A_CLONE.has(toRepoPath(absolute).split('/')[0] ?? '');
 
-/** Fenced code blocks replaced by empty lines, so line numbers stay right. */
-function withoutCodeFences(markdown: string): string {
-  let fenced = false;
-  return markdown
-    .split('\n')
-    .map((line) => {
-      if (/^\s*(```|~~~)/.test(line)) {
-        fenced = !fenced;
-        return '';
-      }
-      return fenced ? '' : line;
-    })
-    .join('\n');
-}
-
-/** GitHub's anchors of a Markdown file's headings (lower case, punctuation dropped, spaces to hyphens, -1 for repeats). */
-function anchorsOf(markdown: string): Set<string> {
-  const anchors = new Set<string>();
-  const seen = new Map<string, number>();
-  for (const line of withoutCodeFences(markdown).split('\n')) {
-    const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
-    if (!heading?.[1]) continue;
-    const text = heading[1].replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1');
-    const slug = text.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
-    const count = seen.get(slug) ?? 0;
-    seen.set(slug, count + 1);
-    anchors.add(count === 0 ? slug : `${slug}-${count}`);
-  }
-  return anchors;
+/**
+ * Every `../` chain followed by a name that, resolved from the file's folder, leaves the
+ * repository (import paths stay inside; a pointer to a sibling folder of the checkout does not).
+ */
+function climbsOut(path: string, text: string): [number, string][] {
+  return [...text.matchAll(/(?<![\w.])((?:\.\.\/)+)[\w./-]*[\w-]/g)]
+    .filter((match) => !insideRepo(resolve(ROOT, dirname(path), match[1] ?? '')))
+    .map((match) => [match.index, match[0]]);
 }
 
 const MARKDOWN_LINK = /!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)|^\s*\[[^\]]+\]:\s*(\S+)/gm;
@@ -86,22 +69,20 @@ const MARKDOWN_LINK = /!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)|^\s*\
 describe('the repository is self-contained (D39)', () => {
   it('finds the files it has to scan', () => {
     expect(MARKDOWN).toContain('README.md');
-    expect(MARKDOWN).toEqual(expect.arrayContaining(['docs/api-guide.md', 'docs/decisions.md', 'docs/connector-contract.md']));
+    expect(MARKDOWN).toEqual(
+      expect.arrayContaining(['docs/api-guide.md', 'docs/decisions.md', 'docs/connector-contract.md', 'docs/runbooks/README.md', 'deploy/README.md', 'client/README.md']),
+    );
     expect(SOURCES.length).toBeGreaterThan(10);
     expect(CONFIG.length).toBeGreaterThan(0);
   });
 
-  it('nothing points at the specification folder or a machine path outside the repository', () => {
+  it('no relative path climbs out of the repository, and no development machine path appears', () => {
     const problems: string[] = [];
-    const outside: [RegExp, string][] = [
-      [/\.\.\/+shared\b/g, '`../shared` is outside the repository'],
-      [/\bshared\/spec\b/g, '`shared/spec` is outside the repository'],
-      [/(?<![\w.-])\/work\/[\w.-]/g, 'an absolute path of a development machine'],
-    ];
     for (const path of [...SCANNED, ...DOC_DATA]) {
       const text = read(path);
-      for (const [pattern, why] of outside) {
-        for (const match of text.matchAll(pattern)) problems.push(`${path}:${lineOf(text, match.index)}: ${why}: ${match[0]}`);
+      for (const [index, climb] of climbsOut(path, text)) problems.push(`${path}:${lineOf(text, index)}: ${climb} is outside the repository`);
+      for (const match of text.matchAll(/(?<![\w.-])\/work\/[\w.-]/g)) {
+        problems.push(`${path}:${lineOf(text, match.index)}: an absolute path of a development machine: ${match[0]}`);
       }
     }
     expect(problems).toEqual([]);
@@ -250,5 +231,8 @@ describe('the repository is self-contained (D39)', () => {
     expect(statSync(join(ROOT, 'README.md')).isFile()).toBe(true);
     expect(anchorsOf('# A `b` c\n## A `b` c\n### What? Yes: 4.4\n')).toEqual(new Set(['a-b-c', 'a-b-c-1', 'what-yes-44']));
     expect(withoutCodeFences('a\n```\n[x](missing.md)\n```\nb')).toBe('a\n\n\n\nb');
+    expect(climbsOut('README.md', 'see ../beside/x.md')).toEqual([[4, '../beside/x.md']]);
+    expect(climbsOut('docs/runbooks/a.md', '[b](../../README.md), [c](../../../beside/c.md)')).toEqual([[26, '../../../beside/c.md']]);
+    expect(climbsOut('src/edge/a.ts', "import { x } from '../foundation/errors.js';")).toEqual([]);
   });
 });
