@@ -6,7 +6,7 @@ import type { GatewayConfig } from '../config/load-config.js';
 import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../connector/connector-client.js';
 import { errors, GatewayError } from '../foundation/errors.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
-import type { ClaimAttempt, GatewayStore, StoredCard } from '../store/store-types.js';
+import { UNKNOWN_CREATOR, type ClaimAttempt, type GatewayStore, type StoredCard } from '../store/store-types.js';
 import type { CardSealer, CardSecrets } from './card-sealing.js';
 import type { CardRequest } from './card-schemas.js';
 import { maskCvc, maskPan } from '../foundation/masking.js';
@@ -162,8 +162,10 @@ export class CardIssuance {
   async #own(recordKey: string, owner: string, input: IssueInput, attempt: ClaimAttempt, previous: ClaimAttempt | undefined): Promise<IssuedCard> {
     const { store, clock, settings, logger } = this.deps;
     const reply = await this.#forward(recordKey, owner, input);
-    // The connector's replay is the card of the first attempt, when one is known (D31).
-    const first = reply.replayed ? (previous ?? attempt) : attempt;
+    // The connector's replay is the card of the first attempt (D31). When the gateway no longer
+    // knows that attempt, this requester is not known to be the creator, so nobody may reveal
+    // the card (D28); the masked answer still goes out.
+    const first = reply.replayed ? (previous ?? { ...attempt, credentialId: UNKNOWN_CREATOR }) : attempt;
     const payloadMismatch =
       reply.replayed &&
       (previous ? previous.fingerprint !== attempt.fingerprint : reply.card.cardLimit !== input.effectiveLimit || reply.card.currency !== input.body.currency);

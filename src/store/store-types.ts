@@ -35,11 +35,18 @@ export interface SessionStore {
   revokeFamily(input: { token: TokenRef; credentialId: string; now: number; graceMs: number }): Promise<RevokeOutcome>;
 }
 
+/** No credential id is empty (the config requires one), so no requester ever matches it. */
+export const UNKNOWN_CREATOR = '';
+
 /** What an idempotency record keeps of a card: no plaintext PAN or CVC (D18). */
 export interface StoredCard {
   /** sha256 of the canonical request body, for the payload-mismatch header (D16). */
   fingerprint: string;
-  /** The credential that created the card: the only one that may reveal it on a replay (D28). */
+  /**
+   * The credential that created the card: the only one that may reveal it on a replay (D28).
+   * UNKNOWN_CREATOR when the connector replayed a card whose first attempt the gateway no longer
+   * knows (its record expired or was lost): then no credential may reveal it.
+   */
   creator: string;
   card: {
     cardId: string;

@@ -116,4 +116,25 @@ describe('reveal belongs to the creator (D28)', () => {
     expect(again.pan).toBe(revealedToA.pan);
     expect(again.cvc).toBe(revealedToA.cvc);
   });
+  it('refuses every reveal of a card the connector replays after the gateway lost its record; the masked replay is 201', async () => {
+    const f = await fixture(TWO_REVEALERS);
+    const body = validCardBody();
+    const created = expectCard(await createCard(f.gw, await f.token('full'), body, 'revealDetails=true'));
+
+    // Past the record's 24 h (a failover or a restarted memory store loses it the same way): the
+    // connector still knows the Idempotency-Key and replays A's card to whoever asks next.
+    f.gw.clock.advance(24 * 3600 * 1000 + 1000);
+    const refused = await createCard(f.gw, await f.token('full-2'), body, 'revealDetails=true');
+    expectContractError(refused, 403, 'permission_denied', NOT_CREATOR);
+    expect(refused.body).not.toContain(created.pan);
+    expect(refused.body).not.toMatch(PAN_LIKE);
+
+    // The record now kept names no creator: A cannot reveal it either, both get it masked.
+    expectContractError(await createCard(f.gw, await f.token('full'), body, 'revealDetails=true'), 403, 'permission_denied', NOT_CREATOR);
+    for (const username of ['full', 'full-2']) {
+      const masked = expectCard(await createCard(f.gw, await f.token(username), body));
+      expect(masked.cardId).toBe(created.cardId);
+      expect(masked.pan).toBe(`${'*'.repeat(12)}${created.pan.slice(-4)}`);
+    }
+  });
 });
