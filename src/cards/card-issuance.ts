@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../foundation/clock.js';
 import type { GatewayConfig } from '../config/load-config.js';
 import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../connector/connector-client.js';
+import { connectorIdempotencyKey } from '../connector/connector-contract.js';
 import { errors, GatewayError } from '../foundation/errors.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { UNKNOWN_CREATOR, type ClaimAttempt, type GatewayStore, type StoredCard } from '../store/store-types.js';
@@ -77,7 +78,9 @@ export class CardIssuance {
 
   async issue(input: IssueInput): Promise<IssuedCard> {
     const requestId = input.body.requestId.toLowerCase();
-    const recordKey = `${input.issuingAccount}:${requestId}`;
+    // One string is the store's record key, the connector's Idempotency-Key and the sealing's
+    // associated data: a drift between them would make records unopenable or cards duplicate.
+    const recordKey = connectorIdempotencyKey(input.issuingAccount, requestId);
     const fingerprint = requestFingerprint({ ...input.body, requestId });
     const replay = (record: StoredCard): IssuedCard => ({
       record,

@@ -17,6 +17,21 @@ function lastValue(header: string | string[] | undefined): string | undefined {
 }
 
 /**
+ * What the TCP peer itself is, before any header is read: a trusted proxy, a direct client on
+ * the allowlist, or an outsider (not on either list, or not a valid address). The connection
+ * budget, the parser-error answers and the framework-error answers all judge a socket by this.
+ */
+export function classifyPeer(
+  socketAddress: string | undefined,
+  ranges: { allowlist: AddressRanges; trustedProxies: AddressRanges },
+): 'proxy' | 'client' | 'outsider' {
+  const peer = socketAddress === undefined ? undefined : normaliseAddress(socketAddress);
+  if (peer === undefined) return 'outsider';
+  if (ranges.trustedProxies.contains(peer)) return 'proxy';
+  return ranges.allowlist.contains(peer) ? 'client' : 'outsider';
+}
+
+/**
  * The client address and scheme. A direct peer is the client. A trusted proxy's report is
  * believed hop by hop from the right of X-Forwarded-For: the first address that is not itself a
  * trusted proxy is the client (proxies' own entries are skipped, never the client's). Every

@@ -51,7 +51,7 @@ export function validationFields(validation: readonly AjvLikeError[], context: s
 const maskField = (field: FieldProblem): FieldProblem => ({ path: field.path.replace(CARD_NUMBER_LIKE, maskPan), message: field.message });
 
 /** Maps anything thrown on a request to a public GatewayError; library errors by their `code`. */
-export function toGatewayError(error: unknown): GatewayError {
+function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   if (error instanceof StoreUnavailableError) return errors.storeUnavailable(error);
   if (error instanceof StrictJsonError) return errors.validation(error.fields.map(maskField));
@@ -61,18 +61,14 @@ export function toGatewayError(error: unknown): GatewayError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return errors.bodyTooLarge();
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_TYPE':
       return errors.unsupportedMediaType();
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return errors.emptyBody();
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return errors.malformedJson();
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.malformedRequest('Content-Length does not match the body');
     default:
       break;
   }
-  // Every JSON failure, prototype keys included, arrives as FST_ERR_CTP_INVALID_JSON_BODY above.
+  // JSON bodies never fail here: the strict parser (strict-json-parser.ts) answers them with
+  // catalogue errors of its own.
   if (fastifyError.statusCode === 400) return errors.malformedRequest('Bad request');
   if (fastifyError.statusCode === 404) return errors.notFound();
   if (fastifyError.statusCode === 413) return errors.bodyTooLarge();

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../foundation/clock.js';
 import type { LiveSettings } from '../config/live-settings.js';
-import { normaliseAddress } from '../foundation/address-ranges.js';
+import { classifyPeer } from './client-origin.js';
 import { sendError } from './error-handler.js';
 import { errors } from '../foundation/errors.js';
 
@@ -20,17 +20,14 @@ export function createFrameworkErrorHandler(deps: { live: LiveSettings; clock: C
   return function frameworkErrors(_error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
     reply.header('x-correlation-id', request.id);
     reply.header('connection', 'close');
-    const socketAddress = request.raw.socket?.remoteAddress ?? '';
-    const address = normaliseAddress(socketAddress) ?? socketAddress;
-    if (!live.current.trustedProxies.contains(address)) {
-      if (!live.current.allowlist.contains(address)) {
-        sendError(reply, errors.addressNotAllowed(), clock);
-        return;
-      }
-      if (!(request.raw.socket as { encrypted?: boolean } | undefined)?.encrypted) {
-        sendError(reply, errors.httpsRequired(), clock);
-        return;
-      }
+    const peer = classifyPeer(request.raw.socket?.remoteAddress, live.current);
+    if (peer === 'outsider') {
+      sendError(reply, errors.addressNotAllowed(), clock);
+      return;
+    }
+    if (peer === 'client' && !(request.raw.socket as { encrypted?: boolean } | undefined)?.encrypted) {
+      sendError(reply, errors.httpsRequired(), clock);
+      return;
     }
     sendError(reply, errors.malformedRequest('Request URL is malformed'), clock);
   };

@@ -11,7 +11,8 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import type { Clock } from '../foundation/clock.js';
-import { normaliseAddress, type AddressRanges } from '../foundation/address-ranges.js';
+import type { AddressRanges } from '../foundation/address-ranges.js';
+import { classifyPeer } from './client-origin.js';
 import { errors, toEnvelope, type GatewayError } from '../foundation/errors.js';
 
 /** Deadlines and budgets of the public listeners (D25). */
@@ -76,9 +77,7 @@ class ConnectionBudget {
       socket.destroy();
       return;
     }
-    const peer = socket.remoteAddress === undefined ? undefined : normaliseAddress(socket.remoteAddress);
-    const { allowlist, trustedProxies } = this.deps.ranges();
-    const outsider = peer === undefined || (!allowlist.contains(peer) && !trustedProxies.contains(peer));
+    const outsider = classifyPeer(socket.remoteAddress, this.deps.ranges()) === 'outsider';
     if (outsider && this.#outsiders >= limits.maxOutsiderConnections) {
       events.connectionRefused('outsider_cap');
       socket.destroy();
@@ -130,10 +129,7 @@ export function createClientErrorHandler(deps: HardeningDeps) {
       socket.destroy();
       return;
     }
-    const remote = (socket as Socket).remoteAddress;
-    const peer = remote === undefined ? undefined : normaliseAddress(remote);
-    const { allowlist, trustedProxies } = deps.ranges();
-    const refused = peer === undefined || (!trustedProxies.contains(peer) && !allowlist.contains(peer));
+    const refused = classifyPeer((socket as Socket).remoteAddress, deps.ranges()) === 'outsider';
     const gatewayError = refused ? errors.addressNotAllowed() : make();
     const correlationId = randomUUID();
     const body = JSON.stringify(toEnvelope(gatewayError, correlationId, deps.clock.now()));

@@ -1,14 +1,14 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { Type, type TSchema } from '@sinclair/typebox';
 import {
-  BEARER_ERRORS,
+  bearerChallenge,
   ERROR_CODES,
   ERROR_DESCRIPTIONS,
   errors,
   toEnvelope,
   type ErrorCode,
+  MAX_LISTED_FIELDS,
   type GatewayError,
-  type UnauthorizedCode,
 } from '../foundation/errors.js';
 
 /**
@@ -35,11 +35,11 @@ export const ErrorEnvelopeSchema = Type.Object(
       {
         fields: Type.Optional(
           Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
-            maxItems: 20,
-            description: 'validation_failed: the fields (or query parameters) that break a rule, at most 20.',
+            maxItems: MAX_LISTED_FIELDS,
+            description: `validation_failed: the fields (or query parameters) that break a rule, at most ${MAX_LISTED_FIELDS}.`,
           }),
         ),
-        fieldsOmitted: Type.Optional(Type.Integer({ minimum: 1, description: 'Field problems found beyond the 20 listed.' })),
+        fieldsOmitted: Type.Optional(Type.Integer({ minimum: 1, description: `Field problems found beyond the ${MAX_LISTED_FIELDS} listed.` })),
       },
       { additionalProperties: true, description: 'Empty ({}) except for validation_failed.' },
     ),
@@ -144,18 +144,14 @@ const AFTER_THE_LIMITER: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'internal_error',
 ]);
 
-const challengeOf = (code: UnauthorizedCode): string => {
-  const error = BEARER_ERRORS[code];
-  return error === null ? 'Bearer' : `Bearer error="${error}"`;
-};
-
 /** The headers of an error response with these codes. */
 function errorHeaders(status: number, codes: readonly ErrorCode[], rateLimited: boolean): Record<string, HeaderObject> {
   const headers: Record<string, HeaderObject> = { 'X-Correlation-Id': header('X-Correlation-Id', true) };
   if (status === 401) {
-    const mapping = (codes as UnauthorizedCode[]).map((code) => `\`${code}\`: \`${challengeOf(code)}\``).join('; ');
+    const challengeOf = (code: ErrorCode): string => bearerChallenge(code) ?? 'Bearer';
+    const mapping = codes.map((code) => `\`${code}\`: \`${challengeOf(code)}\``).join('; ');
     const challenge = header('WWW-Authenticate', true, `${HEADERS['WWW-Authenticate'].description} Here: ${mapping}.`);
-    challenge.schema['enum'] = [...new Set((codes as UnauthorizedCode[]).map(challengeOf))].sort();
+    challenge.schema['enum'] = [...new Set(codes.map(challengeOf))].sort();
     headers['WWW-Authenticate'] = challenge;
   }
   if (RETRY_AFTER_STATUSES.has(status)) headers['Retry-After'] = header('Retry-After', true);

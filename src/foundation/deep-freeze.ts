@@ -16,36 +16,39 @@ export type DeepReadonly<T> = T extends Buffer | KeyObject | ((...args: never[])
 /** A Map nobody can change: the read half of Map's interface over a private copy. */
 export function readonlyMap<K, V>(entries: Iterable<readonly [K, V]>): ReadonlyMap<K, V> {
   const map = new Map<K, V>(entries);
-  return Object.freeze({
+  // forEach hands its callback the view, never the private copy behind it.
+  const view: ReadonlyMap<K, V> = Object.freeze({
     get: (key: K) => map.get(key),
     has: (key: K) => map.has(key),
     get size() {
       return map.size;
     },
     forEach: (callback: (value: V, key: K, self: ReadonlyMap<K, V>) => void, thisArg?: unknown) =>
-      map.forEach((value, key) => callback.call(thisArg, value, key, map)),
+      map.forEach((value, key) => callback.call(thisArg, value, key, view)),
     keys: () => map.keys(),
     values: () => map.values(),
     entries: () => map.entries(),
     [Symbol.iterator]: () => map[Symbol.iterator](),
   });
+  return view;
 }
 
 /** A Set nobody can change. */
 export function readonlySet<T>(values: Iterable<T>): ReadonlySet<T> {
   const set = new Set<T>(values);
-  return Object.freeze({
+  const view = Object.freeze({
     has: (value: T) => set.has(value),
     get size() {
       return set.size;
     },
     forEach: (callback: (value: T, again: T, self: ReadonlySet<T>) => void, thisArg?: unknown) =>
-      set.forEach((value) => callback.call(thisArg, value, value, set)),
+      set.forEach((value) => callback.call(thisArg, value, value, view)),
     keys: () => set.keys(),
     values: () => set.values(),
     entries: () => set.entries(),
     [Symbol.iterator]: () => set[Symbol.iterator](),
   }) as ReadonlySet<T>;
+  return view;
 }
 
 /**

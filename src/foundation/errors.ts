@@ -57,7 +57,7 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** The codes answered with 401: each carries a `WWW-Authenticate: Bearer` challenge (D36). */
-export type UnauthorizedCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C] extends 401 ? C : never }[ErrorCode];
+type UnauthorizedCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C] extends 401 ? C : never }[ErrorCode];
 
 /**
  * The RFC 6750 (section 3.1) `error` attribute of the `WWW-Authenticate: Bearer` challenge of
@@ -69,7 +69,7 @@ export type UnauthorizedCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C] exten
  * refresh-token codes: the bearer token was accepted, the refused token is a body member, and
  * `invalid_token` would tell a client to drop an access token that still works.
  */
-export const BEARER_ERRORS: Record<UnauthorizedCode, 'invalid_request' | 'invalid_token' | null> = {
+const BEARER_ERRORS: Record<UnauthorizedCode, 'invalid_request' | 'invalid_token' | null> = {
   authentication_failed: null,
   token_missing: null,
   token_malformed: 'invalid_request',

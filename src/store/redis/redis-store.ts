@@ -249,6 +249,7 @@ export class RedisStore implements GatewayStore {
 
   readonly #repairs = new Map<string, Repair>();
   #repairing = false;
+  #repairTimer: NodeJS.Timeout | undefined;
 
   /**
    * `prefix` namespaces one environment's keys (D8), e.g. `gw:sandbox:`. `deadlineMs` is how
@@ -498,8 +499,18 @@ export class RedisStore implements GatewayStore {
       if (!oldest.done) this.#repairs.delete(oldest.value);
     }
     this.#repairs.set(id, repair);
-    const wait = repair.notBefore - Date.now();
-    setTimeout(() => void this.#runRepairs(), Math.max(0, wait) + 5).unref();
+    // The monitor runs repairs every FAST_MONITOR_INTERVAL_MS while any are pending; one timer
+    // makes the first one prompt without a timer per repair in an outage.
+    if (this.#repairTimer === undefined) {
+      this.#repairTimer = setTimeout(
+        () => {
+          this.#repairTimer = undefined;
+          void this.#runRepairs();
+        },
+        Math.max(0, repair.notBefore - Date.now()) + 5,
+      );
+      this.#repairTimer.unref();
+    }
   }
 
   /**
@@ -683,7 +694,8 @@ export class RedisStore implements GatewayStore {
             key: key(name),
             args,
             notBefore: Date.now(),
-            giveUpAt: Math.min(expiresAt, Date.now() + REPAIR_HORIZON_MS),
+            // Repairs run on the process's own clock; the record's expiry is on the injected one.
+            giveUpAt: Date.now() + Math.min(expiresAt - now, REPAIR_HORIZON_MS),
           });
           this.#suspect();
           throw new StoreUnavailableError(error);
@@ -701,7 +713,7 @@ export class RedisStore implements GatewayStore {
             key: key(name),
             args,
             notBefore: Date.now(),
-            giveUpAt: Math.min(keepUntil, Date.now() + REPAIR_HORIZON_MS),
+            giveUpAt: Date.now() + Math.min(keepUntil - now, REPAIR_HORIZON_MS),
           });
           this.#suspect();
           throw new StoreUnavailableError(error);
@@ -792,6 +804,7 @@ export class RedisStore implements GatewayStore {
     await this.#runRepairs();
     this.#closed = true;
     clearTimeout(this.#monitor);
+    clearTimeout(this.#repairTimer);
     this.#listeners.clear();
     this.#sentinel?.disconnect();
     if (!this.#ownsClient) return;
