@@ -17,7 +17,7 @@ interface AjvLikeError {
 const CARD_NUMBER_LIKE = /\d{13,}/g;
 
 /** Ajv errors as `{ path, message }` a developer can act on: `config.tolerance.percentage`. */
-export function validationFields(validation: readonly AjvLikeError[], context: string | undefined): FieldProblem[] {
+function validationFields(validation: readonly AjvLikeError[], context: string | undefined): FieldProblem[] {
   const prefix = context === 'querystring' ? 'query' : context === 'headers' ? 'headers' : '';
   const seen = new Set<string>();
   const fields: FieldProblem[] = [];

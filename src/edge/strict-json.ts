@@ -43,7 +43,7 @@ interface Frame {
 const isDigit = (code: number) => code >= 48 && code <= 57;
 
 /** `config.tolerance.percentage`, `config.allowedCategories[2]`: how error details name a field. */
-export function formatPath(segments: readonly Segment[]): string {
+function formatPath(segments: readonly Segment[]): string {
   let path = '';
   for (const segment of segments) {
     if (typeof segment === 'number') path += `[${segment}]`;
@@ -122,7 +122,7 @@ export function integerFields(schema: unknown): IntegerFieldTest {
  * Finds duplicate names, prototype-polluting names and, in integer fields, numbers not written
  * as safe JSON integers, in JSON text that JSON.parse accepted.
  */
-export function scanJson(text: string, isIntegerField: IntegerFieldTest = () => false): FieldProblem[] {
+function scanJson(text: string, isIntegerField: IntegerFieldTest = () => false): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const stack: Frame[] = [];
   const path = (last?: Segment): string => formatPath(last === undefined ? stack.map((f) => f.at) : [...stack.map((f) => f.at), last]);

@@ -18,7 +18,7 @@ const hexValue = (code: number): number => {
 };
 
 /** Percent-decodes as bytes then UTF-8, never throwing: a malformed escape stays as written. */
-export function percentDecode(text: string): string {
+function percentDecode(text: string): string {
   if (!text.includes('%')) return text;
   const bytes: number[] = [];
   for (let i = 0; i < text.length; i += 1) {
@@ -46,7 +46,7 @@ const isTokenChar = (code: number): boolean =>
  * `eyJ` (the encoding of `{"`), a dot, a non-empty part, and another dot. One pass: the text is
  * cut into runs of base64url characters and dots, and each run into its dot-separated parts.
  */
-export function containsJwt(text: string): boolean {
+function containsJwt(text: string): boolean {
   let partStart = 0;
   // The part before the current one, in the same run, holds `eyJ`.
   let previousHasMarker = false;
