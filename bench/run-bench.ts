@@ -96,34 +96,24 @@ async function startServer(cpu: number, args: string[], nodeFlags: string[] = []
   };
 }
 
-function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const [command, args] = pinned(1, [join(distBench, 'load.js'), JSON.stringify(options)]);
+/** Runs a bench child (on the load generator's CPU) and resolves with the JSON of its last stdout line. */
+function runChild<T>(script: 'load.js' | 'attack.js', options: object, label: string): Promise<T> {
+  const [command, args] = pinned(1, [join(distBench, script), JSON.stringify(options)]);
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('exit', (code) => {
       const last = output.trim().split('\n').pop();
-      if (code !== 0 || !last) return reject(new Error(`load generator exited with ${code}`));
-      resolve(JSON.parse(last) as LoadResult);
+      if (code !== 0 || !last) return reject(new Error(`${label} exited with ${code}`));
+      resolve(JSON.parse(last) as T);
     });
   });
 }
 
-/** Starts the attacker (on the load generator's CPU) for `options.durationSeconds`; resolves with its counts. */
-function runAttack(options: AttackOptions): Promise<{ statuses: Record<string, number> }> {
-  const [command, args] = pinned(1, [join(distBench, 'attack.js'), JSON.stringify(options)]);
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => {
-      const last = output.trim().split('\n').pop();
-      if (code !== 0 || !last) return reject(new Error(`attacker exited with ${code}`));
-      resolve(JSON.parse(last) as { statuses: Record<string, number> });
-    });
-  });
-}
+const runLoad = (options: LoadOptions) => runChild<LoadResult>('load.js', options, 'load generator');
+/** Starts the attacker for `options.durationSeconds`; resolves with its counts. */
+const runAttack = (options: AttackOptions) => runChild<{ statuses: Record<string, number> }>('attack.js', options, 'attacker');
 
 /** Concurrent requests each flood of the "under attack" scenario keeps in flight. */
 const ATTACK_CONCURRENCY = Number(process.env['BENCH_ATTACK_CONCURRENCY'] ?? 16);
