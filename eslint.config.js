@@ -4,6 +4,47 @@ import prettier from 'eslint-config-prettier';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+/** A relative import that climbs into one of these src folders (from any depth below src/). */
+const into = (...folders) => `^(\\./)?(\\.\\./)+(${folders.join('|')})(/|$)`;
+
+/** Fastify itself and its plugins: only the edge (HTTP) and the wiring at the root may know them. */
+const FASTIFY = {
+  regex: '^(fastify(-[\\w-]+)?|@fastify/.+)(/.*)?$',
+  message: 'Only src/edge and the root wiring (app.ts, server.ts) know Fastify: the core must run without HTTP.',
+};
+
+/**
+ * Folder layering (README "Layout"): foundation at the bottom, then config, the ports (store,
+ * observability, connector), the use cases (auth, cards), edge on top; the root files (app.ts,
+ * compose.ts, main.ts, server.ts, ...) may import anything. Each folder lists what sits above
+ * it, so an upward import fails the lint instead of waiting for a reviewer. Flat config does not
+ * merge one rule's options across blocks, so every file must match exactly one of these.
+ */
+const upward = (folders, ...extra) => ({
+  'no-restricted-imports': [
+    'error',
+    {
+      patterns: [
+        ...(folders.length > 0 ? [{ regex: into(...folders), message: `A lower folder must not import from ${folders.join(', ')} (README "Layout").` }] : []),
+        ...extra,
+      ],
+    },
+  ],
+});
+const LAYERS = [
+  {
+    files: ['src/foundation/**/*.ts'],
+    rules: upward([], { regex: '^(\\./)?\\.\\.(/|$)', message: 'src/foundation is the ground floor: it imports nothing of ours.' }, FASTIFY),
+  },
+  { files: ['src/config/**/*.ts'], rules: upward(['store', 'observability', 'connector', 'auth', 'cards', 'edge'], FASTIFY) },
+  { files: ['src/store/**/*.ts'], rules: upward(['observability', 'connector', 'auth', 'cards', 'edge'], FASTIFY) },
+  { files: ['src/observability/**/*.ts'], rules: upward(['connector', 'auth', 'cards', 'edge'], FASTIFY) },
+  // The sandbox connector is a separate development server, built on Fastify by design.
+  { files: ['src/connector/**/*.ts'], ignores: ['src/connector/sandbox/**'], rules: upward(['store', 'observability', 'auth', 'cards', 'edge'], FASTIFY) },
+  { files: ['src/connector/sandbox/**/*.ts'], rules: upward(['store', 'observability', 'auth', 'cards', 'edge']) },
+  { files: ['src/auth/**/*.ts', 'src/cards/**/*.ts'], rules: upward(['edge'], FASTIFY) },
+];
+
 /**
  * One lint configuration for the whole repository: ESLint's and typescript-eslint's recommended
  * rules (the TypeScript-aware ones need no type information, so linting stays fast), with
@@ -25,5 +66,6 @@ export default tseslint.config(
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
+  ...LAYERS,
   prettier,
 );

@@ -192,6 +192,38 @@ describe('shipped config files', () => {
     expect(config.credentials.size).toBe(DEFAULT_CREDENTIALS.length);
     expect(config.credentialsFile).toBe(written.credentialsFile);
   });
+
+  it('is frozen all the way down: nested sections and the accounts map refuse changes', async () => {
+    const config = await loadConfig((await writeTestConfig(await rawTestConfig())).file, {});
+    // The types say readonly; these casts are what code that ignored them would do at run time.
+    const login = config.rateLimits.login as { points: number };
+    const lockout = config.rateLimits.loginLockout as { maxConsecutiveFailures: number };
+    const accounts = config.issuingAccounts as unknown as Map<string, ReadonlySet<string>> & Record<string, unknown>;
+    const euro = config.issuingAccounts.get('acct-eu') as Set<string>;
+
+    // ES modules run in strict mode, where writing to a frozen object throws instead of being ignored.
+    expect(() => {
+      login.points = 1_000_000;
+    }).toThrow(TypeError);
+    expect(() => {
+      lockout.maxConsecutiveFailures = 1_000_000;
+    }).toThrow(TypeError);
+    expect(() => accounts.set('acct-new', new Set(['USD']))).toThrow(TypeError);
+    expect(() => {
+      accounts['acct-new'] = new Set(['USD']);
+    }).toThrow(TypeError);
+    expect(() => euro.add('GBP')).toThrow(TypeError);
+    // forEach's third argument must be the read-only view too, not the Map behind it.
+    config.issuingAccounts.forEach((_currencies, _account, self) => {
+      expect(() => (self as Map<string, ReadonlySet<string>>).set('acct-new', new Set())).toThrow(TypeError);
+    });
+
+    expect(config.rateLimits.login.points).toBe(5);
+    expect(config.rateLimits.loginLockout.maxConsecutiveFailures).toBe(10);
+    expect([...config.issuingAccounts.keys()]).toEqual(['acct-eu', 'acct-uk']);
+    expect(config.issuingAccounts.has('acct-new')).toBe(false);
+    expect([...config.issuingAccounts.get('acct-eu')!]).toEqual(['EUR', 'USD']);
+  });
 });
 
 describe('config errors name the file, the field and the problem', () => {
