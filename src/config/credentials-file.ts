@@ -87,7 +87,8 @@ export async function loadCredentials(file: string, knownAccounts: ReadonlySet<s
     const credential: Credential = Object.freeze({
       id: entry.id,
       username: entry.username,
-      passwordHash,
+      // Frozen like the config around it (its salt and hash bytes are Buffers, which cannot be).
+      passwordHash: Object.freeze(passwordHash),
       issuingAccount: entry.issuingAccount,
       permissions: readonlySet(entry.permissions),
       addressRanges,

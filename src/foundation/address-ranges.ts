@@ -90,7 +90,7 @@ export function compileRanges(entries: readonly string[]): AddressRanges {
     else v6.push([address as ipaddr.IPv6, bits]);
   }
   const source = Object.freeze([...entries]);
-  return {
+  return Object.freeze({
     source,
     contains: memoize((text: string): boolean => {
       const canonical = normaliseAddress(text);
@@ -105,5 +105,5 @@ export function compileRanges(entries: readonly string[]): AddressRanges {
       const six = address as ipaddr.IPv6;
       return v6.some((range) => six.match(range));
     }),
-  };
+  });
 }

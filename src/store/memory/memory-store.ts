@@ -36,6 +36,9 @@ type IdempotencyRecord =
   | { state: 'released'; first: ClaimAttempt; expiresAt: number }
   | { state: 'completed'; record: StoredCard; expiresAt: number };
 
+/** How long the memory store keeps an expired session record (the Redis store's TTLs add the same). */
+const EXPIRED_KEPT_MS = 60_000;
+
 class MemorySessions implements SessionStore {
   readonly families = new Map<string, FamilyRecord>();
   readonly tokens = new Map<string, TokenRecord>();
@@ -75,8 +78,11 @@ class MemorySessions implements SessionStore {
   }
 
   sweep(now: number): void {
-    for (const [id, family] of this.families) if (family.expiresAt <= now) this.families.delete(id);
-    for (const [key, token] of this.tokens) if (token.expiresAt <= now) this.tokens.delete(key);
+    // Kept a minute past expiry, as the Redis store's TTLs keep them: an expired token is
+    // answered refresh_token_expired, on both stores, rather than invalid once swept.
+    const cutoff = now - EXPIRED_KEPT_MS;
+    for (const [id, family] of this.families) if (family.expiresAt <= cutoff) this.families.delete(id);
+    for (const [key, token] of this.tokens) if (token.expiresAt <= cutoff) this.tokens.delete(key);
   }
 }
 
