@@ -11,7 +11,7 @@ import {
 } from './errors.js';
 import { backoffDelayMs, realSleep, retryAfterSeconds, untilAborted, type BackoffOptions, type Sleep } from './retry.js';
 import { createTransport, type CaOption, type FetchLike, type HttpResponseLike, type Transport } from './transport.js';
-import type { Card, CardRequest, CreateCardInput, CreatedCard, SessionTokens } from './types.js';
+import { CARD_STATUSES, type Card, type CardRequest, type CardStatus, type CreateCardInput, type CreatedCard, type SessionTokens } from './types.js';
 
 const LOGIN = '/api/v1/auth/login';
 const REFRESH = '/api/v1/auth/refresh';
@@ -31,6 +31,13 @@ const REFRESH_RETRY_WINDOW_MS = 30_000;
 const MIN_USABLE_MS = 5_000;
 /** Pause before the next proactive refresh after a transient failure that named no Retry-After. */
 const FAILED_REFRESH_PAUSE_MS = 5_000;
+/**
+ * 401 codes to a logout that mean the session is already over at the gateway (the refresh-token
+ * family revoked, expired or unknown, the credential deactivated): what logout asked for. Any
+ * other 401 (`token_expired`, `token_invalid`, ...) refused the access token before the gateway
+ * looked at the refresh token, so nothing was revoked.
+ */
+const SESSION_OVER_CODES: ReadonlySet<string> = new Set(['refresh_token_invalid', 'refresh_token_expired', 'refresh_token_revoked', 'credential_inactive']);
 
 export type Operation = 'login' | 'refresh' | 'logout' | 'createCard';
 
@@ -84,7 +91,11 @@ export interface CardGatewayClientOptions {
 }
 
 export interface CallOptions {
-  /** Overrides the client's `deadlineMs` for this call. */
+  /**
+   * Overrides the client's `deadlineMs` for this call. It bounds the call's wait for a refresh
+   * shared with other callers too; that refresh runs on for them (and is itself retried for at
+   * most 30 s).
+   */
   deadlineMs?: number;
   /** Stops the call (and its waits); it then rejects with AbortedError. */
   signal?: AbortSignal;
@@ -111,6 +122,17 @@ interface Answer {
   correlationId: string | undefined;
 }
 
+/** One caller's bounds: its deadline and signal, and createCard's requestId for the errors. */
+interface CallScope {
+  operation: Operation;
+  deadlineAt: number;
+  signal?: AbortSignal | undefined;
+  requestId?: string | undefined;
+}
+
+/** How the shared refresh ended, as seen by one waiting caller. */
+type RefreshOutcome = { failed: false } | { failed: true; error: unknown };
+
 interface AttemptContext {
   operation: Operation;
   attempt: number;
@@ -123,6 +145,8 @@ interface AttemptContext {
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const isInteger = (value: unknown): value is number => Number.isSafeInteger(value);
+
+const isCardStatus = (value: unknown): value is CardStatus => (CARD_STATUSES as readonly unknown[]).includes(value);
 
 /** OpenSSL's and Node's codes for a server certificate that was not accepted. */
 const CERTIFICATE_ERROR_CODES = new Set([
@@ -158,7 +182,7 @@ function parseCard(value: unknown): Card | undefined {
   if (typeof cardId !== 'string' || typeof pan !== 'string' || typeof cvc !== 'string' || typeof currency !== 'string' || typeof createdAt !== 'string')
     return undefined;
   if (!isInteger(expMonth) || !isInteger(expYear) || !isInteger(requestedCardLimit) || !isInteger(cardLimit)) return undefined;
-  if (status !== 'active' && status !== 'canceled' && status !== 'inactive') return undefined;
+  if (!isCardStatus(status)) return undefined;
   return { cardId, pan, cvc, expMonth, expYear, status, requestedCardLimit, cardLimit, currency, createdAt };
 }
 
@@ -216,9 +240,10 @@ export class CardGatewayClient {
   }
 
   /**
-   * Logs in and keeps the session. Retried on network errors, 429 and 503 within the deadline
-   * (a repeated login only leaves an unused session behind). A previous session of this client
-   * is dropped, not logged out.
+   * Logs in and keeps the session. Retried within the deadline, like every operation, on network
+   * errors, timeouts and the retryable statuses (RETRYABLE_STATUSES: 409, 429, 502, 503, 504): a
+   * repeated login only leaves an unused session behind. A previous session of this client is
+   * dropped, not logged out.
    */
   async login(username: string, password: string, options: CallOptions = {}): Promise<SessionTokens> {
     const deadlineAt = this.#deadlineAt(options);
@@ -239,59 +264,56 @@ export class CardGatewayClient {
 
   /**
    * A valid access token, refreshed first when fewer than `refreshBeforeSeconds` remain. Use it
-   * for gateway calls this client does not wrap. Concurrent callers share one refresh.
+   * for gateway calls this client does not wrap. Concurrent callers share one refresh; the wait
+   * for it ends at this call's deadline (a retryable `timeout` NetworkError) or signal.
    */
-  async accessToken(options: Pick<CallOptions, 'signal'> = {}): Promise<string> {
+  async accessToken(options: CallOptions = {}): Promise<string> {
     const session = this.#requireSession();
-    const remainingMs = session.tokens.accessTokenExpiresAt * 1000 - this.#now();
-    if (remainingMs > this.#refreshBeforeMs) return session.tokens.accessToken;
-    if (remainingMs > MIN_USABLE_MS && this.#now() < session.refreshNotBefore) return session.tokens.accessToken;
-    try {
-      await untilAborted(this.#refreshOnce(session), options.signal);
-    } catch (error) {
-      if (options.signal?.aborted) throw new AbortedError({ cause: error });
-      // A proactive refresh that failed transiently costs nothing while the current token still
-      // works; the next call after `refreshNotBefore` tries again.
-      const stillUsable = this.#session === session && session.tokens.accessTokenExpiresAt * 1000 - this.#now() > MIN_USABLE_MS;
-      if (error instanceof CardGatewayError && error.retryable && stillUsable) return session.tokens.accessToken;
-      throw error;
-    }
-    return this.#requireSession().tokens.accessToken;
+    return this.#freshAccessToken(session, { operation: 'refresh', deadlineAt: this.#deadlineAt(options), signal: options.signal });
   }
 
-  /** Refreshes now (joining a refresh already in flight) and returns the new tokens. */
-  async refresh(options: Pick<CallOptions, 'signal'> = {}): Promise<SessionTokens> {
+  /**
+   * Refreshes now (joining a refresh already in flight) and returns the new tokens. The wait ends
+   * at this call's deadline or signal; the refresh itself runs on for other callers.
+   */
+  async refresh(options: CallOptions = {}): Promise<SessionTokens> {
     const session = this.#requireSession();
-    try {
-      await untilAborted(this.#refreshOnce(session), options.signal);
-    } catch (error) {
-      if (options.signal?.aborted) throw new AbortedError({ cause: error });
-      throw error;
-    }
+    const outcome = await this.#awaitRefresh(session, { operation: 'refresh', deadlineAt: this.#deadlineAt(options), signal: options.signal });
+    if (outcome.failed) throw outcome.error;
     return { ...this.#requireSession().tokens };
   }
 
   /**
-   * Revokes the session at the gateway (the refresh token's whole family) and forgets it. A 401
-   * means the gateway already considers the session over (revoked, expired, or its access token
-   * expired), which is the outcome asked for, so it resolves too. Any other failure keeps the
+   * Revokes the session at the gateway (the refresh token's whole family) and forgets it. The
+   * access token is refreshed first when due, as for any call: the gateway refuses an expired one
+   * before it looks at the refresh token. A 401 saying the session is already over
+   * (`refresh_token_*`, `credential_inactive`) is the outcome asked for, so it resolves too. A 401
+   * refusing the access token (`token_expired`, `token_invalid`, ...) revoked nothing: the session
+   * is forgotten here, but logout rejects with SessionEndedError `revoke_failed`, because its
+   * refresh tokens stay valid at the gateway until they expire. Any other failure keeps the
    * session so that logout can be called again.
    */
   async logout(options: CallOptions = {}): Promise<void> {
     const session = this.#session;
     if (!session) return;
-    // Revoke with the newest refresh token: an older one past its grace would count as reuse.
-    if (session.refreshing) await session.refreshing.catch(() => undefined);
-    if (this.#session !== session) return;
-    const deadlineAt = this.#deadlineAt(options);
+    const scope: CallScope = { operation: 'logout', deadlineAt: this.#deadlineAt(options), signal: options.signal };
     try {
-      await this.#withRetries({ operation: 'logout', deadlineAt, signal: options.signal }, async (attempt) => {
-        const context: AttemptContext = { operation: 'logout', attempt, deadlineAt, signal: options.signal, bearer: session.tokens.accessToken };
+      await this.#withRetries(scope, async (attempt) => {
+        // Revoke with the newest tokens: wait for a refresh in flight (an older refresh token past
+        // its grace would count as reuse), and refresh first when due.
+        const bearer = await this.#freshAccessToken(session, scope, true);
+        const context: AttemptContext = { operation: 'logout', attempt, deadlineAt: scope.deadlineAt, signal: scope.signal, bearer };
         const answer = await this.#exchange(LOGOUT, { refreshToken: session.tokens.refreshToken }, context);
         if (answer.status !== 200) throw this.#apiError(answer, context);
       });
     } catch (error) {
-      if (!(error instanceof ApiError && error.status === 401)) throw error;
+      // A refresh on the way may have been refused: its 401 says the same as one to the logout.
+      const refusal = error instanceof SessionEndedError && error.cause instanceof ApiError ? error.cause : error;
+      if (!(refusal instanceof ApiError && refusal.status === 401)) throw error;
+      if (!SESSION_OVER_CODES.has(refusal.code)) {
+        this.#endSession(session, 'access_rejected', refusal);
+        throw new SessionEndedError('revoke_failed', refusal);
+      }
     }
     this.#endSession(session, 'logged_out', undefined);
   }
@@ -308,8 +330,9 @@ export class CardGatewayClient {
     const body: CardRequest = { ...input, requestId };
     const path = options.revealDetails === true ? `${CARDS}?revealDetails=true` : CARDS;
     const deadlineAt = this.#deadlineAt(options);
-    return this.#withRetries({ operation: 'createCard', deadlineAt, signal: options.signal, requestId }, async (attempt) => {
-      const bearer = await this.accessToken({ signal: options.signal });
+    const scope: CallScope = { operation: 'createCard', deadlineAt, signal: options.signal, requestId };
+    return this.#withRetries(scope, async (attempt) => {
+      const bearer = await this.#freshAccessToken(this.#requireSession(), scope);
       const context: AttemptContext = { operation: 'createCard', attempt, deadlineAt, signal: options.signal, bearer, requestId };
       const answer = await this.#exchange(path, body, context);
       if (answer.status === 201 || answer.status === 200) {
@@ -375,10 +398,72 @@ export class CardGatewayClient {
     return error;
   }
 
+  /**
+   * The session's access token, refreshed first when fewer than `refreshBeforeSeconds` remain.
+   * The wait for the shared refresh ends at the caller's deadline or signal. `ownSession` (for
+   * logout): also wait for a refresh already in flight, due or not, and answer this session's
+   * token even if a new login replaced it meanwhile.
+   */
+  async #freshAccessToken(session: SessionState, scope: CallScope, ownSession = false): Promise<string> {
+    if (scope.signal?.aborted) throw new AbortedError({ requestId: scope.requestId, cause: scope.signal.reason });
+    if (!(ownSession && session.refreshing)) {
+      const remainingMs = session.tokens.accessTokenExpiresAt * 1000 - this.#now();
+      if (remainingMs > this.#refreshBeforeMs) return session.tokens.accessToken;
+      if (remainingMs > MIN_USABLE_MS && this.#now() < session.refreshNotBefore) return session.tokens.accessToken;
+    }
+    const outcome = await this.#awaitRefresh(session, scope);
+    if (outcome.failed) {
+      const { error } = outcome;
+      // A proactive refresh that failed transiently costs nothing while the current token still
+      // works; the next call after `refreshNotBefore` tries again.
+      const stillUsable = (ownSession || this.#session === session) && session.tokens.accessTokenExpiresAt * 1000 - this.#now() > MIN_USABLE_MS;
+      if (error instanceof CardGatewayError && error.retryable && stillUsable) return session.tokens.accessToken;
+      throw error;
+    }
+    // A new login may have replaced the session meanwhile: other calls go on with the new one.
+    return ownSession ? session.tokens.accessToken : this.#requireSession().tokens.accessToken;
+  }
+
+  /**
+   * Waits for the session's shared refresh (starting it unless one is in flight) and tells how it
+   * ended. Rejects only when this caller stops waiting first: AbortedError when its signal fires
+   * (an already-aborted signal starts nothing), a retryable `timeout` NetworkError at its
+   * deadline. The refresh itself, not tied to any one caller, runs on for the others.
+   */
+  async #awaitRefresh(session: SessionState, scope: CallScope): Promise<RefreshOutcome> {
+    const { operation, signal, requestId } = scope;
+    if (signal?.aborted) throw new AbortedError({ requestId, cause: signal.reason });
+    const waitMs = scope.deadlineAt - this.#now();
+    const timeoutError = (cause?: unknown): NetworkError =>
+      new NetworkError(`${operation}: no fresh access token within the deadline (${Math.max(0, waitMs)} ms): the shared refresh is still running`, {
+        code: 'timeout',
+        requestId,
+        cause,
+      });
+    if (waitMs <= 0) throw timeoutError();
+    const outcome = this.#refreshOnce(session).then(
+      (): RefreshOutcome => ({ failed: false }),
+      (error: unknown): RefreshOutcome => ({ failed: true, error }),
+    );
+    const timeout = AbortSignal.timeout(waitMs);
+    try {
+      return await untilAborted(outcome, signal ? AbortSignal.any([signal, timeout]) : timeout);
+    } catch (stopped) {
+      if (signal?.aborted) throw new AbortedError({ requestId, cause: signal.reason });
+      throw timeoutError(stopped);
+    }
+  }
+
   #refreshOnce(session: SessionState): Promise<void> {
-    session.refreshing ??= this.#performRefresh(session).finally(() => {
-      session.refreshing = undefined;
-    });
+    if (!session.refreshing) {
+      const refreshing = this.#performRefresh(session).finally(() => {
+        session.refreshing = undefined;
+      });
+      // Every waiter handles the outcome, but a waiter may stop waiting first: a failure that
+      // nobody awaits any more must not become an unhandled rejection (which ends Node).
+      refreshing.catch(() => undefined);
+      session.refreshing = refreshing;
+    }
     return session.refreshing;
   }
 
@@ -418,10 +503,7 @@ export class CardGatewayClient {
    * Runs `run` until it succeeds, fails for good, runs out of attempts, or the next wait would
    * end past the deadline (then the last error is thrown at once rather than after a useless wait).
    */
-  async #withRetries<T>(
-    scope: { operation: Operation; deadlineAt: number; signal?: AbortSignal | undefined; requestId?: string | undefined },
-    run: (attempt: number) => Promise<T>,
-  ): Promise<T> {
+  async #withRetries<T>(scope: CallScope, run: (attempt: number) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt += 1) {
       if (scope.signal?.aborted) throw new AbortedError({ requestId: scope.requestId, attempts: attempt - 1, cause: scope.signal.reason });
       let error: CardGatewayError;

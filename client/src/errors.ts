@@ -183,15 +183,21 @@ export class AbortedError extends CardGatewayError {
  *   was refreshed; the gateway refreshes only with a valid one), `credential_inactive`, ...
  * - `access_rejected`: the gateway answered 401 to an authenticated call (expired or invalid
  *   access token, deactivated credential). An expired access token cannot be refreshed.
+ * - `revoke_failed` (from `logout` only): the gateway refused the access token (`gatewayCode`
+ *   `token_expired`, `token_invalid`, ...) before it looked at the refresh token, so nothing was
+ *   revoked: the session's refresh tokens stay valid at the gateway until they expire (24 h
+ *   after login). The client has forgotten the session all the same.
  * In every case only a new `login` helps.
  */
-export type SessionEndReason = 'not_logged_in' | 'logged_out' | 'refresh_rejected' | 'access_rejected';
+export type SessionEndReason = 'not_logged_in' | 'logged_out' | 'refresh_rejected' | 'access_rejected' | 'revoke_failed';
 
 const END_MESSAGES: Record<SessionEndReason, string> = {
   not_logged_in: 'Not logged in: call login() first',
   logged_out: 'The session was logged out: call login() to start a new one',
   refresh_rejected: 'The session has ended: the gateway refused to refresh it',
   access_rejected: 'The session has ended: the gateway refused its access token',
+  revoke_failed:
+    'Logout failed: the gateway refused the access token, so the session was not revoked and its refresh tokens stay valid at the gateway until they expire (24 h after login)',
 };
 
 const GATEWAY_CODE_HINTS: Partial<Record<string, string>> = {

@@ -16,4 +16,13 @@ export {
 } from './errors.js';
 export type { BackoffOptions, Sleep } from './retry.js';
 export type { CaOption, FetchLike, HttpRequestInit, HttpResponseLike } from './transport.js';
-export type { Card, CardConfig, CardRequest, CardStatus, CreateCardInput, CreatedCard, SessionTokens } from './types.js';
+export {
+  CARD_STATUSES,
+  type Card,
+  type CardConfig,
+  type CardRequest,
+  type CardStatus,
+  type CreateCardInput,
+  type CreatedCard,
+  type SessionTokens,
+} from './types.js';

@@ -56,10 +56,17 @@ export function retryAfterSeconds(header: string | null, bodyValue: unknown, now
   return undefined;
 }
 
-/** Waits for `promise`, but stops waiting (rejecting with the reason) when `signal` fires. */
+/**
+ * Waits for `promise`, but stops waiting (rejecting with the reason) when `signal` fires. A
+ * promise no longer waited for may still fail later: that failure is dropped here rather than
+ * left unhandled, whether the signal fired during the wait or before it.
+ */
 export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });

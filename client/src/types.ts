@@ -39,7 +39,10 @@ export interface CardRequest {
 /** createCard's input: the requestId is generated when left out. */
 export type CreateCardInput = Omit<CardRequest, 'requestId'> & { requestId?: string | undefined };
 
-export type CardStatus = 'active' | 'canceled' | 'inactive';
+/** Every card state, in the gateway's order (a test keeps it equal to the gateway's list). */
+export const CARD_STATUSES = ['active', 'canceled', 'inactive'] as const;
+
+export type CardStatus = (typeof CARD_STATUSES)[number];
 
 /** The card record. `pan` and `cvc` are masked unless revealed. */
 export interface Card {

@@ -1,0 +1,36 @@
+import type { Static } from '@sinclair/typebox';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { SessionTokens as ServerSessionTokens, RefreshedTokens } from '../../src/auth/session-service.js';
+import type { CardRequestSchema, CardResponseSchema } from '../../src/cards/card-schemas.js';
+import type { SessionTokensSchema } from '../../src/edge/routes/login-route.js';
+import { CARD_STATUSES as SERVER_CARD_STATUSES, type CardStatusSchema } from '../../src/foundation/card-status.js';
+import { CARD_STATUSES, type Card, type CardRequest, type CardStatus, type SessionTokens } from '../src/index.js';
+
+/**
+ * The client's types are copies of the gateway's schemas (the client must not import the
+ * server at run time). These checks keep the copies equal: the type checks fail
+ * `npm run typecheck`, the status list fails the test run.
+ */
+
+describe("the client's types match the gateway's schemas", () => {
+  it('CardRequest, Card and CardStatus are exactly the TypeBox schemas', () => {
+    expectTypeOf<CardRequest>().toEqualTypeOf<Static<typeof CardRequestSchema>>();
+    expectTypeOf<Card>().toEqualTypeOf<Static<typeof CardResponseSchema>>();
+    expectTypeOf<CardStatus>().toEqualTypeOf<Static<typeof CardStatusSchema>>();
+  });
+
+  it("SessionTokens is login's answer with the ID token optional (refresh answers none)", () => {
+    // Every login and refresh answer fits the client's type...
+    expectTypeOf<Static<typeof SessionTokensSchema>>().toExtend<SessionTokens>();
+    expectTypeOf<ServerSessionTokens>().toExtend<SessionTokens>();
+    expectTypeOf<RefreshedTokens>().toExtend<SessionTokens>();
+    // ...and apart from the ID token's optionality the two are the same fields and types.
+    type Settled = { [K in keyof SessionTokens]-?: Exclude<SessionTokens[K], undefined> };
+    expectTypeOf<Settled>().toEqualTypeOf<Static<typeof SessionTokensSchema>>();
+    expectTypeOf<Omit<SessionTokens, 'idToken' | 'idTokenExpiresAt'>>().toEqualTypeOf<RefreshedTokens>();
+  });
+
+  it("lists exactly the gateway's card statuses, in its order", () => {
+    expect(CARD_STATUSES).toEqual(SERVER_CARD_STATUSES);
+  });
+});
