@@ -5,7 +5,7 @@ import { admitsAddress, type Credential } from '../config/credentials-file.js';
 import { addressBucket } from '../foundation/address-ranges.js';
 import { errors, type GatewayError } from '../foundation/errors.js';
 import { verifyPassword, type ParsedHash } from '../foundation/password-hash.js';
-import type { OutcomeRecorder, RefreshFailure, RequestContext } from '../observability/outcomes.js';
+import type { Outcomes, RefreshFailure, RequestContext } from '../observability/outcomes.js';
 import type { GatewayStore, RotateOutcome } from '../store/store-types.js';
 import { subjectKey } from './auth-rate-limits.js';
 import type { PasswordHashGate } from './password-hash-gate.js';
@@ -45,7 +45,7 @@ export class SessionService {
       tokens: TokenService;
       live: LiveSettings;
       settings: Pick<GatewayConfig, 'tokens' | 'rateLimits'>;
-      outcomes: OutcomeRecorder;
+      outcomes: Outcomes;
       hashGate: PasswordHashGate;
       /** A real scrypt hash that unknown usernames are checked against, so they cost what a wrong password costs. */
       dummyHash: ParsedHash;

@@ -1,7 +1,7 @@
 import type { LiveSettings } from '../config/live-settings.js';
 import type { Credential } from '../config/credentials-file.js';
 import { errors } from '../foundation/errors.js';
-import type { OutcomeRecorder, RequestContext } from '../observability/outcomes.js';
+import type { Outcomes, RequestContext } from '../observability/outcomes.js';
 import { connectorFailureOf, type CardIssuance } from './card-issuance.js';
 import type { CardRequest, CardResponse } from './card-schemas.js';
 import type { CardSealer } from './card-sealing.js';
@@ -27,7 +27,7 @@ export class CardService {
       issuance: CardIssuance;
       live: LiveSettings;
       sealer: CardSealer;
-      outcomes: OutcomeRecorder;
+      outcomes: Outcomes;
     },
   ) {}
 

@@ -3,7 +3,7 @@ import type { LiveSettings } from '../config/live-settings.js';
 import { admitsAddress } from '../config/credentials-file.js';
 import { errors, GatewayError } from '../foundation/errors.js';
 import type { AccessClaims, TokenService } from '../auth/token-service.js';
-import type { EdgeRefusal, OutcomeRecorder } from '../observability/outcomes.js';
+import type { EdgeRefusal, Outcomes } from '../observability/outcomes.js';
 import './request-context.js';
 
 /** D12: the scheme (any case), exactly one space, then a JWS compact token. */
@@ -22,7 +22,7 @@ const REFUSALS: Partial<Record<GatewayError['code'], EdgeRefusal>> = {
  * address ranges (D10). Failed authentication is audited in per-minute summaries per source
  * (D34): a client replaying a forged token cannot turn the audit trail into a log of its attempts.
  */
-export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettings; outcomes: OutcomeRecorder }) {
+export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettings; outcomes: Outcomes }) {
   const { tokens, live, outcomes } = deps;
   const context = (request: FastifyRequest) => ({ correlationId: request.id, clientAddress: request.clientAddress });
 

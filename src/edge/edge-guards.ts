@@ -3,7 +3,7 @@ import type { Clock } from '../foundation/clock.js';
 import type { LiveSettings } from '../config/live-settings.js';
 import type { AuditSink } from '../observability/audit.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
-import type { OutcomeRecorder } from '../observability/outcomes.js';
+import type { Outcomes } from '../observability/outcomes.js';
 import { resolveClientOrigin } from './client-origin.js';
 import { sendError } from './error-handler.js';
 import { errors } from '../foundation/errors.js';
@@ -18,7 +18,7 @@ import { MAX_URL_BYTES, urlCarriesToken } from './url-checks.js';
  */
 export function installEdgeGuards(
   app: FastifyInstance,
-  deps: { live: LiveSettings; clock: Clock; audit: AuditSink; outcomes: OutcomeRecorder; metrics: GatewayMetrics },
+  deps: { live: LiveSettings; clock: Clock; audit: AuditSink; outcomes: Outcomes; metrics: GatewayMetrics },
 ): void {
   const { live, clock, audit, outcomes, metrics } = deps;
   app.decorateRequest('clientAddress', '');

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { rateLimitHeaders, subjectKey, tightest, type AuthRateLimits, type LimitedAction, type LimitState } from '../auth/auth-rate-limits.js';
 import { addressBucket } from '../foundation/address-ranges.js';
 import { errors, GatewayError } from '../foundation/errors.js';
-import type { Outcome, OutcomeRecorder } from '../observability/outcomes.js';
+import type { Outcome, Outcomes } from '../observability/outcomes.js';
 import './request-context.js';
 
 /** Whose attempts a limiter counts (D11, D27): the client's address, the submitted username, the credential. */
@@ -23,7 +23,7 @@ const REFUSED: Record<LimitedAction, (request: FastifyRequest) => Outcome> = {
  * body is read: a refused request costs no parsing and creates nothing. Registered in the
  * protected scope, after the bearer guard.
  */
-export function permissionHook(deps: { outcomes: OutcomeRecorder }) {
+export function permissionHook(deps: { outcomes: Outcomes }) {
   return function checkPermission(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
     const declared = request.routeOptions.config.policy?.permission;
     const credential = request.principal?.credential;
@@ -50,7 +50,7 @@ export function permissionHook(deps: { outcomes: OutcomeRecorder }) {
  * is counted by its username): each refusal is a 429 with the limiter's headers; a passing
  * request carries the RateLimit-* headers of the limit closest to refusing (D11).
  */
-export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRateLimits; outcomes: OutcomeRecorder }): void {
+export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRateLimits; outcomes: Outcomes }): void {
   const apply = async (request: FastifyRequest, reply: FastifyReply, actions: readonly LimitedAction[]): Promise<void> => {
     const states: LimitState[] = [];
     for (const action of actions) {

@@ -50,7 +50,12 @@ export type Outcome =
 
 const TOKEN_REFUSALS: ReadonlySet<EdgeRefusal> = new Set(['token_missing', 'malformed_authorization', 'token_invalid', 'token_expired', 'token_in_url']);
 
-export class OutcomeRecorder {
+/** What the services and guards depend on: one call per outcome (a test can pass a recorder of its own). */
+export interface Outcomes {
+  record(outcome: Outcome, context: RequestContext): void;
+}
+
+export class OutcomeRecorder implements Outcomes {
   constructor(
     private readonly metrics: GatewayMetrics,
     private readonly audit: AuditSink,
