@@ -115,6 +115,7 @@ describe('createCard against a real gateway', () => {
     const original = first.createCard({ ...cardInput(), requestId });
     // Let the original reach the connector before the duplicates arrive.
     for (let i = 0; i < 100 && (await g.connectorStats()).requestsReceived === 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect((await g.connectorStats()).requestsReceived).toBe(1);
     const waiting = g.client({ session }).createCard({ ...cardInput(), requestId });
     for (let i = 0; i < 100 && (await g.metric('gateway_idempotency_waiters')) === 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(await g.metric('gateway_idempotency_waiters')).toBe(1);

@@ -159,7 +159,8 @@ export function createConnectorClient(settings: ConnectorSettings): ConnectorCli
     },
     poolLoad() {
       const stats = pool.stats;
-      return { inFlight: stats.running + stats.pending, queued: stats.queued };
+      // undici's `pending` already counts the pool's queue: in flight is what is being sent or answered.
+      return { inFlight: stats.running, queued: stats.queued };
     },
     close: () => pool.close(),
   };

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { metricValue, RELAXED_LIMITS } from '../support/auth-requests.js';
 import { connectorStats, createCard, setConnectorMode, startCardFixture, validCardBody } from '../support/card-fixture.js';
 import { startPrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
@@ -11,14 +12,16 @@ import { uniquePrefix } from '../support/redis.js';
 /**
  * Issue 8, attack 7: 2,000 concurrent duplicates of one requestId while the connector takes
  * 2.5 s. Exactly one card reaches the connector; concurrent duplicates in one process share one
- * wait (one store poll loop per key), at most cards.maxWaitersPerKey (default 100) wait and the
- * rest get 409 at once; the whole burst costs a bounded number of store commands, counted with
+ * wait (one store poll loop per key), at most cards.maxWaitersPerKey (default 100, set here) wait
+ * and the rest get 409 at once, each counted in gateway_idempotency_waiters_refused_total; the
+ * whole burst costs a bounded number of store commands, counted with
  * INFO commandstats on a private redis-server; nothing answers 503. Old code: one card, but
  * ~61,000 Redis commands (~30 per request, every waiter polls) and 73 answers 503.
  */
 
 const DUPLICATES = 2000;
 const CONNECTOR_DELAY_MS = 2500;
+const MAX_WAITERS = 100;
 
 /** Total command calls in INFO commandstats, leaving out the test's own INFO and CONFIG. */
 function commandCalls(info: string): { total: number; byCommand: Record<string, number> } {
@@ -55,15 +58,32 @@ describe('2,000 concurrent duplicates of one requestId', () => {
 
     const connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
     closers.push(() => connector.close());
-    const fixture = await startCardFixture({ store, connector, connectorTimeoutMs: 5000 });
+    const fixture = await startCardFixture({
+      store,
+      connector,
+      connectorTimeoutMs: 5000,
+      overrides: { rateLimits: RELAXED_LIMITS, cards: { maxWaitersPerKey: MAX_WAITERS } },
+    });
+    expect(fixture.gw.config.cards.maxWaitersPerKey).toBe(MAX_WAITERS);
     closers.push(() => fixture.close());
     const token = await fixture.token('full');
     await setConnectorMode(connector, { mode: 'delay', delayMs: CONNECTOR_DELAY_MS });
     const body = validCardBody();
 
+    const refusedBefore = await metricValue(fixture.gw, 'gateway_idempotency_waiters_refused_total');
     await admin.config('RESETSTAT');
     const started = performance.now();
-    const answers: LightMyRequestResponse[] = await Promise.all(Array.from({ length: DUPLICATES }, () => createCard(fixture.gw, token, body)));
+    let settled = false;
+    const burst = Promise.all(Array.from({ length: DUPLICATES }, () => createCard(fixture.gw, token, body))).finally(() => {
+      settled = true;
+    });
+    // The number of duplicates waiting in this process, sampled while the burst runs.
+    const waiting: number[] = [];
+    while (!settled) {
+      waiting.push(await metricValue(fixture.gw, 'gateway_idempotency_waiters'));
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const answers: LightMyRequestResponse[] = await burst;
     const elapsedMs = performance.now() - started;
     const { total, byCommand } = commandCalls(await admin.info('commandstats'));
 
@@ -91,6 +111,20 @@ describe('2,000 concurrent duplicates of one requestId', () => {
       expect(envelope.retryAfter).toBeGreaterThanOrEqual(1);
       expect(answer.headers['retry-after']).toBe(String(envelope.retryAfter));
     }
+
+    // The waiter cap: the request that forwarded plus at most MAX_WAITERS duplicates got the card
+    // (a duplicate reaching the gateway only after the card was stored would be a plain replay,
+    // a 201 that never waited; the burst is in before the connector's 2.5 s pass, so none is
+    // expected, and the gauge below checks the cap independently). At most MAX_WAITERS ever waited
+    // at once, and the cap was reached; every 409 is a waiter refused at once (counted in
+    // gateway_idempotency_waiters_refused_total, which nothing else increments), none a
+    // duplicate that waited out the connector timeout.
+    const refusedCount = byStatus.get(409) ?? 0;
+    expect(created.length, summary).toBeLessThanOrEqual(MAX_WAITERS + 1);
+    expect(refusedCount, summary).toBe(DUPLICATES - created.length);
+    expect(Math.max(...waiting), `waiters sampled during the burst: ${JSON.stringify(waiting)}`).toBe(MAX_WAITERS);
+    expect(await metricValue(fixture.gw, 'gateway_idempotency_waiters_refused_total'), summary).toBe(refusedBefore + refusedCount);
+    expect(await metricValue(fixture.gw, 'gateway_idempotency_waiters')).toBe(0);
 
     // Bounded store cost: at most 2 commands per request (old code: ~30).
     expect(total, summary).toBeLessThanOrEqual(2 * DUPLICATES);

@@ -5,15 +5,29 @@ import { startSandboxConnector, type RunningSandboxConnector } from '../../src/c
 import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { setConnectorMode } from '../support/card-fixture.js';
 import { testCertificatePem } from '../support/gateway-fixture.js';
-import { adminGet, call, CARDS_PATH, expectCodedError, INSIDER, listenTestGateway, loginOverTls, type HttpAnswer, type ListeningGateway } from './support.js';
+import {
+  adminGet,
+  call,
+  CARDS_PATH,
+  eventually,
+  expectCodedError,
+  INSIDER,
+  listenTestGateway,
+  loginOverTls,
+  metricSum,
+  type HttpAnswer,
+  type ListeningGateway,
+} from './support.js';
 
 /**
  * Issue 8, attack 4: the connector answers a byte a second to more concurrent card creations
  * than the gateway has upstream connections, then recovers. Every creation gets 504 within
  * about the connector deadline (now the TOTAL deadline: connect, headers and whole body), the
- * upstream request is aborted and its socket released, /readyz shows the saturated pool while
- * requests queue, and the next card after the connector recovers succeeds. Old code: all got
- * 504, but the dripping sockets stayed pinned, so new cards got 504 for minutes afterwards.
+ * upstream request is aborted and its socket released, /readyz and the pool metrics
+ * (gateway_connector_pool_queued, _saturated, _in_flight) show the saturated pool while requests
+ * queue and read 0 again after recovery, and the next card after the connector recovers
+ * succeeds. Old code: all got 504, but the dripping sockets stayed pinned, so new cards got 504
+ * for minutes afterwards.
  */
 
 const CONNECTIONS = 8;
@@ -21,6 +35,22 @@ const TIMEOUT_MS = 1000;
 const CONCURRENT = 20;
 /** Slack on the deadline for a loaded 2-core machine. */
 const SLACK_MS = 2000;
+
+interface PoolMetrics {
+  inFlight: number | undefined;
+  queued: number | undefined;
+  saturated: number | undefined;
+}
+
+/** The connector pool gauges of one admin /metrics scrape. */
+async function poolMetrics(adminUrl: string): Promise<PoolMetrics> {
+  const text = (await adminGet(adminUrl, '/metrics')).body;
+  return {
+    inFlight: metricSum(text, 'gateway_connector_pool_in_flight'),
+    queued: metricSum(text, 'gateway_connector_pool_queued'),
+    saturated: metricSum(text, 'gateway_connector_pool_saturated'),
+  };
+}
 
 describe('slow-drip connector, then recovery', () => {
   let ca: string;
@@ -65,12 +95,21 @@ describe('slow-drip connector, then recovery', () => {
     const started = performance.now();
     const stuck = Array.from({ length: CONCURRENT }, () => createCard(15_000).then((answer) => ({ answer, ms: performance.now() - started })));
 
-    // While every upstream connection is busy and requests queue, readiness says so.
+    // While every upstream connection is busy and requests queue, readiness and the metrics say so.
     let saturated: HttpAnswer | undefined;
-    while (!saturated && performance.now() - started < TIMEOUT_MS) {
-      const readyz = await adminGet(adminUrl, '/readyz');
-      if (readyz.status === 503 && (JSON.parse(readyz.body) as { checks?: Record<string, string> }).checks?.['connector'] === 'saturated') saturated = readyz;
-      else await new Promise((resolve) => setTimeout(resolve, 50));
+    let saturatedPool: PoolMetrics | undefined;
+    const seenPool: PoolMetrics[] = [];
+    while ((!saturated || !saturatedPool) && performance.now() - started < TIMEOUT_MS) {
+      if (!saturated) {
+        const readyz = await adminGet(adminUrl, '/readyz');
+        if (readyz.status === 503 && (JSON.parse(readyz.body) as { checks?: Record<string, string> }).checks?.['connector'] === 'saturated') saturated = readyz;
+      }
+      if (!saturatedPool) {
+        const pool = await poolMetrics(adminUrl);
+        seenPool.push(pool);
+        if ((pool.queued ?? 0) > 0 && pool.saturated === 1) saturatedPool = pool;
+      }
+      if (!saturated || !saturatedPool) await new Promise((resolve) => setTimeout(resolve, 50));
     }
 
     const results = await Promise.all(stuck);
@@ -87,5 +126,20 @@ describe('slow-drip connector, then recovery', () => {
     expect(performance.now() - recoveredAt).toBeLessThan(3000);
     expect((await adminGet(adminUrl, '/readyz')).status).toBe(200);
     expect(saturated, '/readyz never reported checks.connector "saturated" while requests queued').toBeDefined();
+    expect(saturatedPool, `the pool metrics never showed requests queueing during the drip: ${JSON.stringify(seenPool)}`).toBeDefined();
+    expect(saturatedPool!.queued).toBeLessThanOrEqual(CONCURRENT - CONNECTIONS);
+    // In flight counts requests on a connection, never the queue: at most one per pooled connection.
+    expect(saturatedPool!.inFlight).toBeGreaterThan(0);
+    expect(saturatedPool!.inFlight).toBeLessThanOrEqual(CONNECTIONS);
+    // After recovery nothing is in flight or queued any more, and the pool no longer reads saturated.
+    const idle = await eventually(
+      'the connector pool metrics to read 0 after recovery',
+      async () => {
+        const pool = await poolMetrics(adminUrl);
+        return pool.inFlight === 0 && pool.queued === 0 && pool.saturated === 0 ? pool : undefined;
+      },
+      3000,
+    );
+    expect(idle).toEqual({ inFlight: 0, queued: 0, saturated: 0 });
   }, 60_000);
 });

@@ -2,10 +2,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandboxConnector, type ReceivedRequest, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
+import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { CARDS, connectorStats, createCard, expectCard, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
 import { expectContractError, expectContractFieldError } from './contract-helpers.js';
+import { expectOnlyContractRequest } from './connector-request-contract.js';
 
 /**
  * Issue 9 row 1 (D12, D30): a token in the query string is refused (401 token_in_url) however its
@@ -16,9 +17,6 @@ import { expectContractError, expectContractFieldError } from './contract-helper
  */
 
 const TOKEN_IN_URL = 'Tokens are not accepted in the URL';
-/** The only headers the connector may see (contract-8-9.md, "Connector"). */
-const CONTRACT_HEADERS = ['host', 'connection', 'content-type', 'content-length', 'accept', 'idempotency-key', 'x-correlation-id', 'x-gateway-secret'];
-const REQUIRED_HEADERS = ['host', 'content-type', 'content-length', 'idempotency-key', 'x-correlation-id'];
 
 /** What a hostile or careless client adds to a card creation; none of it may go upstream. */
 const CLIENT_EXTRAS: Record<string, string> = {
@@ -46,28 +44,6 @@ const CLIENT_EXTRAS: Record<string, string> = {
 
 /** A JWT whose dots are written as %2E (or %2e): the raw URL holds no "eyJ...." pattern. */
 const encodeDots = (jwt: string, escape = '%2E') => jwt.replaceAll('.', escape);
-
-function expectOnlyContractRequest(
-  received: ReceivedRequest,
-  expected: { idempotencyKey: string; correlationId: string; host: string; secret?: string },
-  clientValues: string[],
-): void {
-  expect({ method: received.method, url: received.url }).toEqual({ method: 'POST', url: '/v1/cards' });
-  const names = Object.keys(received.headers).map((name) => name.toLowerCase());
-  expect(
-    names.filter((name) => !CONTRACT_HEADERS.includes(name)),
-    `headers outside the contract: ${JSON.stringify(received.headers)}`,
-  ).toEqual([]);
-  for (const name of REQUIRED_HEADERS) expect(names, `${name} is part of the connector contract`).toContain(name);
-  if (expected.secret === undefined) expect(received.headers['x-gateway-secret']).toBeUndefined();
-  else expect(received.headers['x-gateway-secret']).toBe(expected.secret);
-  expect(received.headers['idempotency-key']).toBe(expected.idempotencyKey);
-  expect(received.headers['x-correlation-id']).toBe(expected.correlationId);
-  expect(received.headers['host']).toBe(expected.host);
-  expect(String(received.headers['content-type'])).toMatch(/^application\/json/);
-  const text = JSON.stringify(received);
-  for (const value of clientValues) expect(text, `the client's "${value}" reached the connector`).not.toContain(value);
-}
 
 describe('nothing of the client URL or headers reaches the connector (D12, D30)', () => {
   let f: CardFixture;

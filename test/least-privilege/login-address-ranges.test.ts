@@ -1,6 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
+import { verifyPassword } from '../../src/foundation/password-hash.js';
 import { PASSWORD, createTestGateway, type TestGateway } from '../support/gateway-fixture.js';
 import { T0, postLogin } from '../support/auth-requests.js';
 import { auditRecords, expectContractError, stableHeaders } from './contract-helpers.js';
@@ -8,8 +9,18 @@ import { auditRecords, expectContractError, stableHeaders } from './contract-hel
 /**
  * Issue 9 row 2 (D27): the `ranged` credential (10.9.0.0/16) with its correct password from
  * outside its ranges gets exactly the answer of a wrong password (401 "Authentication failed"),
- * is counted towards the lockout, and is audited as login.failed reason `address`.
+ * is counted towards the lockout, and is audited as login.failed reason `address`; the ranges
+ * are checked before the password, so no password hash runs for such an attempt.
+ *
+ * The gateway exposes no count of password hashes (no metric; the hash gate keeps no stats), so
+ * the hashes are counted by wrapping the one function that runs them, `verifyPassword`: the
+ * real function still runs, and a control login from inside the ranges shows the count moves.
  */
+vi.mock('../../src/foundation/password-hash.js', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/foundation/password-hash.js')>();
+  return { ...original, verifyPassword: vi.fn(original.verifyPassword) };
+});
+const hashesRun = (): number => vi.mocked(verifyPassword).mock.calls.length;
 
 const OUTSIDE = { 'x-forwarded-for': '10.8.0.1' };
 const INSIDE = { 'x-forwarded-for': '10.9.1.1' };
@@ -48,6 +59,22 @@ describe('credential address ranges at login (D27)', () => {
     const body = expectContractError(outside, 401, 'authentication_failed', 'Authentication failed');
     expect(body.details).toEqual({});
     expectContractError(wrong, 401, 'authentication_failed', 'Authentication failed');
+  });
+
+  it('checks the ranges before the password: no password hash runs for an attempt from outside them', async () => {
+    const gw = await fresh();
+    // Control: from inside the ranges the password is hashed, the right one and a wrong one alike.
+    const start = hashesRun();
+    expect((await postLogin(gw, 'ranged', PASSWORD, INSIDE)).statusCode).toBe(200);
+    expect(hashesRun()).toBe(start + 1);
+
+    const before = hashesRun();
+    expectContractError(await postLogin(gw, 'ranged', PASSWORD, OUTSIDE), 401, 'authentication_failed', 'Authentication failed');
+    expectContractError(await postLogin(gw, 'ranged', 'not the password', OUTSIDE), 401, 'authentication_failed', 'Authentication failed');
+    expect(hashesRun(), 'password hashes run for attempts from outside the ranges').toBe(before);
+
+    expectContractError(await postLogin(gw, 'ranged', 'not the password', INSIDE), 401, 'authentication_failed', 'Authentication failed');
+    expect(hashesRun()).toBe(before + 1);
   });
 
   it('audits the refusal as login.failed reason address, and counts it towards the lockout', async () => {

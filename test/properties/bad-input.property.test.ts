@@ -4,11 +4,14 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector, type SandboxStats } from '../../src/connector/sandbox/sandbox-connector.js';
 import { createTestGateway, login, type TestGateway } from '../support/gateway-fixture.js';
+import { expectOnlyContractRequest } from '../least-privilege/connector-request-contract.js';
 
 /**
  * Whatever a client sends, on every public route: never a 5xx, always the D20 envelope on a
  * non-2xx (correlationId = X-Correlation-Id, status = HTTP status, message, details, timestamp),
- * nothing but a valid card body reaches the connector, and no PAN is ever echoed (a 16-digit
+ * nothing but a valid card body reaches the connector, and what does reach it is exactly the
+ * contract's request (no query string, no header outside the contract, whatever the client
+ * sent: D12, D30), and no PAN is ever echoed (a 16-digit
  * run appears only in a revealed card). Inject-level, so that each property runs ~150 cases fast.
  */
 
@@ -59,8 +62,11 @@ describe('bad input on every public route (properties)', () => {
 
   /** How many answers of each kind the properties got, to check the generators reach both sides. */
   const statuses = new Map<string, number>();
+  /** Requests that reached the connector and were checked against the contract, by what the client added. */
+  const upstreamChecked = { withQuery: 0, withClientHeaders: 0 };
 
-  const received = async (): Promise<number> => (await connector.app.inject({ method: 'GET', url: '/__control/stats' })).json<SandboxStats>().requestsReceived;
+  const connectorStats = async (): Promise<SandboxStats> => (await connector.app.inject({ method: 'GET', url: '/__control/stats' })).json<SandboxStats>();
+  const received = async (): Promise<number> => (await connectorStats()).requestsReceived;
 
   /** Sends one request and checks every invariant; returns the response for extra checks. */
   async function exercise(sent: Sent): Promise<LightMyRequestResponse> {
@@ -93,6 +99,20 @@ describe('bad input on every public route (properties)', () => {
     // Only a created (or replayed) card can have gone upstream; a refusal reached nothing.
     if (statusCode === 201 && options.url?.toString().startsWith(CARDS)) expect(after - before, context).toBeLessThanOrEqual(1);
     else expect(after, context).toBe(before);
+    // And what went upstream is the contract's request, built from the valid body alone.
+    if (after > before) {
+      const upstream = (await connectorStats()).received.at(-1);
+      expect(upstream, context).toBeDefined();
+      const requestId = String((JSON.parse(String(options.payload)) as { requestId: unknown }).requestId).toLowerCase();
+      expectOnlyContractRequest(
+        upstream!,
+        { idempotencyKey: `acct-eu:${requestId}`, correlationId: String(correlationId), host: new URL(connector.url).host },
+        [accessToken, 'Bearer'],
+      );
+      if (String(options.url).includes('?')) upstreamChecked.withQuery += 1;
+      if (Object.keys(options.headers ?? {}).some((header) => !['content-type', 'authorization'].includes(header.toLowerCase())))
+        upstreamChecked.withClientHeaders += 1;
+    }
 
     if (!(reveal && statusCode === 201)) {
       // the schema's own bound (Number.MAX_SAFE_INTEGER) may be quoted in a validation message
@@ -237,6 +257,8 @@ describe('bad input on every public route (properties)', () => {
     );
     expect(statuses.get(`POST ${CARDS} 201`)).toBeGreaterThanOrEqual(2);
     expect(statuses.get(`POST ${CARDS} 400`)).toBeGreaterThan(0);
+    // The reveal example at least went upstream with a query string on the client's URL.
+    expect(upstreamChecked.withQuery).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
   it('huge strings (up to 20 KB) in every member', async () => {
@@ -474,8 +496,18 @@ describe('bad input on every public route (properties)', () => {
         const base: Record<string, string> = method === 'POST' ? { 'content-type': 'application/json', ...bearer(url) } : {};
         await exercise({ method, url, headers: { ...base, ...headers }, ...(method === 'POST' && { payload: validBody(url) }) });
       }),
-      { numRuns: RUNS * 2 },
+      {
+        numRuns: RUNS * 2,
+        // a card that is created whatever the client adds, so the connector's view is always checked
+        examples: [
+          [
+            { method: 'POST', url: CARDS },
+            { cookie: 'session=x', 'x-forwarded-host': 'evil.example', 'idempotency-key': 'client-key', 'x-request-id': 'client-request', accept: '*/*' },
+          ],
+        ],
+      },
     );
+    expect(upstreamChecked.withClientHeaders).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
   it('random paths and methods, known paths mangled, and the JWKS with odd queries', async () => {
