@@ -1,4 +1,4 @@
-import { randomUUID, X509Certificate } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -6,7 +6,7 @@ import { AuthRateLimits } from './auth/auth-rate-limits.js';
 import { PasswordHashGate } from './auth/password-hash-gate.js';
 import { SessionService } from './auth/session-service.js';
 import { TokenService } from './auth/token-service.js';
-import { readBuildInfo } from './build-info.js';
+import { buildInfo as processBuildInfo } from './build-info.js';
 import { CardIssuance } from './cards/card-issuance.js';
 import { CardSealer } from './cards/card-sealing.js';
 import { CardService } from './cards/card-service.js';
@@ -82,9 +82,10 @@ export interface Gateway {
 export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> {
   const { config, clock, logger, audit } = deps;
   const metrics = deps.metrics ?? new GatewayMetrics();
-  const buildInfo = readBuildInfo();
+  const buildInfo = processBuildInfo();
   metrics.buildInfo.set({ version: buildInfo.version, commit: buildInfo.commit }, 1);
-  metrics.tlsCertificateExpiry.set(Math.floor(Date.parse(new X509Certificate(config.tls.cert).validTo) / 1000));
+  // Parsed (and checked against the key) by the loader.
+  metrics.tlsCertificateExpiry.set(config.tls.certificateExpiresAt);
 
   // Ports.
   const store = instrumentStore(deps.store, metrics);

@@ -7,12 +7,19 @@ export interface BuildInfo {
   commit: string;
 }
 
-/** The repository (or image) root: the nearest folder up from this module with our package.json. */
-function packageRoot(): string | undefined {
+/** Our package.json's name and version, or undefined when `path` is none or another package's. */
+function ownPackage(path: string): { version: string } | undefined {
+  if (!existsSync(path)) return undefined;
+  const manifest = JSON.parse(readFileSync(path, 'utf8')) as { name?: string; version?: string };
+  return manifest.name === 'card-issuing-gateway' ? { version: manifest.version ?? 'unknown' } : undefined;
+}
+
+/** The repository (or image) root, the nearest folder up from this module with our package.json, and its version. */
+function packageRoot(): { dir: string; version: string } | undefined {
   let dir = import.meta.dirname;
   for (let depth = 0; depth < 5; depth += 1) {
-    const candidate = join(dir, 'package.json');
-    if (existsSync(candidate) && (JSON.parse(readFileSync(candidate, 'utf8')) as { name?: string }).name === 'card-issuing-gateway') return dir;
+    const found = ownPackage(join(dir, 'package.json'));
+    if (found) return { dir, version: found.version };
     dir = dirname(dir);
   }
   return undefined;
@@ -49,19 +56,32 @@ function checkoutCommit(root: string): string | undefined {
 }
 
 /**
- * Read once at start. The commit comes from GATEWAY_COMMIT (the image sets it at build), else
- * from the checkout's .git (read as files: no git binary needed), else `unknown`.
+ * Reads the build info from disk: the version from package.json (read once), the commit from
+ * GATEWAY_COMMIT (the image sets it at build), else from the checkout's .git (read as files: no
+ * git binary needed), else `unknown`. The process uses {@link buildInfo}, which calls this once.
  */
 export function readBuildInfo(env: Readonly<Record<string, string | undefined>> = process.env): BuildInfo {
   const root = packageRoot();
-  const version = root ? ((JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown') : 'unknown';
+  const version = root?.version ?? 'unknown';
   let commit = env['GATEWAY_COMMIT'] || 'unknown';
   if (commit === 'unknown' && root) {
     try {
-      commit = checkoutCommit(root)?.slice(0, 12) ?? 'unknown';
+      commit = checkoutCommit(root.dir)?.slice(0, 12) ?? 'unknown';
     } catch {
       // not a checkout: unknown it is
     }
   }
   return { version, commit };
+}
+
+let cached: Readonly<BuildInfo> | undefined;
+
+/**
+ * This process's build info, read once (at the first call) and remembered: the files it comes
+ * from describe the build the process runs, so reading them again could only go wrong (a
+ * checkout moved on since the start would report a commit the process is not running).
+ */
+export function buildInfo(): Readonly<BuildInfo> {
+  cached ??= Object.freeze(readBuildInfo());
+  return cached;
 }

@@ -4,9 +4,10 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
-import { readBuildInfo } from './build-info.js';
+import { buildInfo } from './build-info.js';
 import { composeGateway } from './compose.js';
 import { ConfigError } from './config/config-error.js';
+import { RELOADABLE_SECTIONS } from './config/live-settings.js';
 import { ensureLocalSecrets } from './config/local-secrets.js';
 import { loadConfig, restartNeeded, type GatewayConfig } from './config/load-config.js';
 import { ListenError, listenGateway } from './server.js';
@@ -94,7 +95,7 @@ if (command.kind === 'help') {
   process.exit(0);
 }
 if (command.kind === 'version') {
-  const { version, commit } = readBuildInfo();
+  const { version, commit } = buildInfo();
   process.stdout.write(`card-issuing-gateway ${version} (commit ${commit})\n`);
   process.exit(0);
 }
@@ -136,27 +137,70 @@ logger.info(
     admin: listening.adminUrl,
     connector: config.connector.url,
     sandboxConnector: composed.sandboxUrl,
-    ...readBuildInfo(),
+    ...buildInfo(),
   },
   'gateway listening',
 );
 
 const signalContext = () => ({ correlationId: randomUUID(), clientAddress: 'local' });
+/** Set at the first SIGTERM or SIGINT: from then on no file is watched. */
+let stopping = false;
+
+// Editors replace files rather than write them in place; stat polling survives that. The
+// credentials file is watched at the path of the last applied config: a reload that names
+// another file moves the watcher there.
+const watchedFiles = new Map<string, (now: { mtimeMs: number }, before: { mtimeMs: number }) => void>();
+function watchFiles(paths: readonly string[]): void {
+  for (const [watched, listener] of watchedFiles) {
+    if (paths.includes(watched)) continue;
+    unwatchFile(watched, listener);
+    watchedFiles.delete(watched);
+  }
+  for (const path of paths) {
+    if (watchedFiles.has(path)) continue;
+    const listener = (now: { mtimeMs: number }, before: { mtimeMs: number }) => {
+      if (now.mtimeMs !== before.mtimeMs) void reload(`change of ${path}`);
+    };
+    watchFile(path, { interval: 2000 }, listener);
+    watchedFiles.set(path, listener);
+  }
+}
+
+/** Set while a reload runs; a trigger arriving meanwhile is kept here and reloads again after it. */
 let reloading = false;
+let rerunTrigger: string | undefined;
 async function reload(trigger: string): Promise<void> {
-  if (reloading) return;
+  if (reloading) {
+    // The running reload may have read the files before this change: read them once more after it.
+    rerunTrigger = trigger;
+    return;
+  }
   reloading = true;
+  try {
+    let next: string | undefined = trigger;
+    while (next !== undefined) {
+      rerunTrigger = undefined;
+      await reloadOnce(next);
+      next = rerunTrigger;
+    }
+  } finally {
+    reloading = false;
+  }
+}
+
+async function reloadOnce(trigger: string): Promise<void> {
   try {
     const next = await loadConfig(file);
     if (next.environment !== config.environment)
       throw new ConfigError([`${file}: environment: cannot change from ${config.environment} to ${next.environment} without a restart`]);
     gateway.reload(next);
+    if (!stopping) watchFiles([file, next.credentialsFile]);
     const pending = restartNeeded(config, next);
     gateway.outcomes.record({ name: 'config.reloaded' }, signalContext());
     logger.info(
       {
         trigger,
-        applied: ['allowlist', 'trustedProxies', 'credentials', 'issuingAccounts'],
+        applied: [...RELOADABLE_SECTIONS],
         credentials: next.credentials.size,
         ...(pending.length > 0 && { restartNeededFor: pending }),
       },
@@ -166,8 +210,6 @@ async function reload(trigger: string): Promise<void> {
     const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
     gateway.outcomes.record({ name: 'config.reload_failed' }, signalContext());
     logger.error({ trigger, problems }, 'configuration reload refused; the running configuration stays');
-  } finally {
-    reloading = false;
   }
 }
 process.on('SIGHUP', () => {
@@ -175,14 +217,8 @@ process.on('SIGHUP', () => {
   void audit.reopen();
   void reload('SIGHUP');
 });
-// Editors replace files rather than write them in place; stat polling survives that.
-for (const watched of [file, config.credentialsFile]) {
-  watchFile(watched, { interval: 2000 }, (now, before) => {
-    if (now.mtimeMs !== before.mtimeMs) void reload(`change of ${watched}`);
-  });
-}
+watchFiles([file, config.credentialsFile]);
 
-let stopping = false;
 /** Set when the drain ran out of time: the exit code is 1 whichever path exits first. */
 let forced = false;
 /** Exits with `code` once the last log lines are handed on (the log sink is asynchronous, D26). */
@@ -213,7 +249,7 @@ async function shutdown(signal: string): Promise<void> {
     (delaySeconds + drainTimeoutSeconds) * 1000,
   );
   force.unref();
-  for (const watched of [file, config.credentialsFile]) unwatchFile(watched);
+  watchFiles([]);
   if (delaySeconds > 0) await sleep(delaySeconds * 1000);
   logger.info('draining in-flight requests');
   await listening.close();

@@ -1,5 +1,6 @@
 import type { CredentialDirectory } from './credentials-file.js';
 import type { AddressRanges } from '../foundation/address-ranges.js';
+import type { ConfigFile } from './config-schema.js';
 import type { GatewayConfig } from './load-config.js';
 
 /** The parts of the config that a reload (SIGHUP, D22) replaces while the gateway runs. */
@@ -10,7 +11,13 @@ export interface LiveSnapshot {
   readonly issuingAccounts: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
-export const RELOADABLE = ['allowlist', 'trustedProxies', 'credentials (credentialsFile)', 'issuingAccounts'] as const;
+/**
+ * The config file's sections a reload applies at once (D22), written here only: the snapshot
+ * below carries them (`credentialsFile` as the credentials read from it, a new path included),
+ * the loader digests every other section as restart-only, and the reload's log line lists these
+ * as `applied`.
+ */
+export const RELOADABLE_SECTIONS: ReadonlySet<keyof ConfigFile> = new Set(['allowlist', 'trustedProxies', 'credentialsFile', 'issuingAccounts'] as const);
 
 /**
  * Holds the current snapshot. Requests read `current` once and use that object throughout, so

@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, X509Certificate, type Hash, type KeyObject } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv } from 'ajv';
@@ -7,10 +7,10 @@ import { compileRanges, type AddressRanges } from '../foundation/address-ranges.
 import { parseNode, type HostPort, type RedisStoreConfig, type RedisTarget } from './store-config.js';
 import { ConfigError, describeAjvErrors } from './config-error.js';
 import { readYamlFile } from './read-yaml-file.js';
-import { createHash } from 'node:crypto';
 import { deepFreeze, readonlyMap, readonlySet, type DeepReadonly } from '../foundation/deep-freeze.js';
 import { ConfigFileSchema, type ConfigFile, type SecretRef } from './config-schema.js';
 import { unsafeSettings, type SecretFileMode } from './production-guards.js';
+import { RELOADABLE_SECTIONS } from './live-settings.js';
 
 export interface VerificationKey {
   kid: string;
@@ -32,7 +32,8 @@ export type GatewayConfig = DeepReadonly<{
   file: string;
   environment: ConfigFile['environment'];
   listeners: ConfigFile['listeners'];
-  tls: { cert: Buffer; key: Buffer };
+  /** `certificateExpiresAt`: the leaf certificate's notAfter, Unix seconds (parsed once, here). */
+  tls: { cert: Buffer; key: Buffer; certificateExpiresAt: number };
   edge: ConfigFile['edge'];
   trustedProxies: AddressRanges;
   allowlist: AddressRanges;
@@ -61,9 +62,6 @@ export type GatewayConfig = DeepReadonly<{
   /** A digest per section that only a restart applies; a reload names the ones that changed. */
   restartOnly: Record<string, string>;
 }>;
-
-/** Sections a reload applies at once (D22); every other one takes a restart. */
-export const RELOADABLE_SECTIONS: ReadonlySet<string> = new Set(['allowlist', 'trustedProxies', 'credentialsFile', 'issuingAccounts', 'environment']);
 
 /** libuv's thread pool size: scrypt runs there, so more concurrent hashes than this only queue. */
 const threadPoolSize = (): number => {
@@ -127,19 +125,54 @@ function checkKeyType(key: KeyObject, algorithm: 'EdDSA' | 'ES256'): void {
     );
 }
 
-/** The top-level sections a schema problem is in: their own checks are skipped, everything else still runs. */
-function brokenSections(errors: readonly { instancePath: string; params: Record<string, unknown> }[]): Set<string> {
+/**
+ * The top-level sections a schema problem is in: their own checks are skipped, everything else
+ * still runs. An unknown top-level key (a misspelled section) breaks no section: it is reported
+ * and the others are checked in the same pass (D40). `*` (nothing can be checked) is left for a
+ * problem with the root itself.
+ */
+function brokenSections(errors: readonly { instancePath: string; keyword: string; params: Record<string, unknown> }[]): Set<string> {
   const broken = new Set<string>();
   for (const error of errors) {
+    if (error.instancePath === '' && error.keyword === 'additionalProperties') continue;
     const top = error.instancePath.split('/')[1] ?? (typeof error.params['missingProperty'] === 'string' ? error.params['missingProperty'] : undefined);
     broken.add(top ?? '*');
   }
   return broken;
 }
 
-const digest = (value: unknown): string =>
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
+
+/** The certificates of a PEM file (a chain, leaf first, or a CA bundle), each parsed. */
+function parseCertificates(pem: Buffer): X509Certificate[] {
+  const blocks = pem.toString('utf8').match(PEM_CERTIFICATE) ?? [];
+  if (blocks.length === 0) throw new Error('is not a PEM certificate');
+  return blocks.map((block, index) => {
+    try {
+      return new X509Certificate(block);
+    } catch {
+      throw new Error(`certificate ${index + 1} of the file does not parse`);
+    }
+  });
+}
+
+function parsePrivateKey(pem: Buffer): KeyObject {
+  try {
+    return createPrivateKey(pem);
+  } catch {
+    if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(pem.toString('utf8')))
+      throw new Error('is an encrypted private key; the gateway needs it unencrypted');
+    throw new Error('is not a PEM private key');
+  }
+}
+
+/** The top-level section a dotted field is in: `connector.tls.key` -> `connector`. */
+const sectionOf = (field: string): string => field.split(/[.[]/)[0] ?? field;
+
+const digest = (value: unknown, secrets?: Hash): string =>
   createHash('sha256')
     .update(JSON.stringify(value ?? null))
+    .update(secrets ? secrets.digest() : '')
     .digest('base64url')
     .slice(0, 16);
 
@@ -173,10 +206,32 @@ export async function loadConfig(file: string, env: Environment = process.env): 
   ]);
   const sensitive = (field: string) => SENSITIVE.has(field) || (field.startsWith('cards.') && field.endsWith('.key'));
   const secretFiles: SecretFileMode[] = [];
-  const secret = (field: string, ref: SecretRef) =>
-    problems.capture(field, () =>
+  // Per section, a hash of the bytes its secrets read: a certificate or key rotated in place
+  // (same path) is a change of its section, which a reload then names as restart-only.
+  const secretBytes = new Map<string, Hash>();
+  const secret = async (field: string, ref: SecretRef) => {
+    const bytes = await problems.capture(field, () =>
       readSecret(ref, baseDir, env, sensitive(field) ? (filePath, mode) => secretFiles.push({ field, path: filePath, mode }) : undefined),
     );
+    if (bytes) {
+      const section = sectionOf(field);
+      const hash = secretBytes.get(section) ?? createHash('sha256');
+      secretBytes.set(section, hash.update(`${field}\0${bytes.length}\0`).update(bytes));
+    }
+    return bytes;
+  };
+  /** A certificate (chain) and its private key: both parse, and the key is the leaf certificate's. */
+  const certificateAndKey = async (certField: string, keyField: string, cert: Buffer | undefined, key: Buffer | undefined) => {
+    const chain = cert ? await problems.capture(certField, () => parseCertificates(cert)) : undefined;
+    const privateKey = key ? await problems.capture(keyField, () => parsePrivateKey(key)) : undefined;
+    const leaf = chain?.[0];
+    if (leaf && privateKey) {
+      const matches = await problems.capture(keyField, () => leaf.checkPrivateKey(privateKey));
+      if (matches === false) problems.add(keyField, `does not match the certificate in ${certField}`);
+      if (!matches) return undefined;
+    }
+    return leaf;
+  };
 
   const ranges = (field: string, entries: readonly string[]) => {
     const bad: string[] = [];
@@ -195,6 +250,8 @@ export async function loadConfig(file: string, env: Environment = process.env): 
 
   const tlsCert = usable('tls') ? await secret('tls.cert', raw.tls.cert) : undefined;
   const tlsKey = usable('tls') ? await secret('tls.key', raw.tls.key) : undefined;
+  // Parsed here, so that --check-config refuses what the TLS listener would fail on (D40).
+  const tlsCertificate = await certificateAndKey('tls.cert', 'tls.key', tlsCert, tlsKey);
 
   let store: GatewayConfig['store'] | undefined;
   if (usable('store')) {
@@ -251,9 +308,17 @@ export async function loadConfig(file: string, env: Environment = process.env): 
           ...(raw.connector.tls.key && { key: await secret('connector.tls.key', raw.connector.tls.key) }),
         }
       : undefined;
+    if (tls?.ca) {
+      const ca = tls.ca;
+      await problems.capture('connector.tls.ca', () => parseCertificates(ca));
+    }
+    if (tls?.cert || tls?.key) await certificateAndKey('connector.tls.cert', 'connector.tls.key', tls.cert, tls.key);
     if (raw.connector.tls && !raw.connector.url.startsWith('https:')) problems.add('connector.tls', 'needs an https:// connector.url');
     if (raw.connector.tls && Boolean(raw.connector.tls.cert) !== Boolean(raw.connector.tls.key)) problems.add('connector.tls', 'cert and key go together');
     if (raw.connector.startSandbox && raw.environment !== 'local') problems.add('connector.startSandbox', 'is only allowed when environment is local');
+    // compose.ts starts the in-process sandbox without TLS: an https:// url would never reach it.
+    if (raw.connector.startSandbox && raw.connector.url.startsWith('https:'))
+      problems.add('connector.url', 'the in-process sandbox connector (connector.startSandbox) listens on plain http://; use an http:// url with it');
     const sharedSecret = raw.connector.sharedSecret ? (await secret('connector.sharedSecret', raw.connector.sharedSecret))?.toString('utf8').trim() : undefined;
     connector = {
       ...raw.connector,
@@ -349,6 +414,7 @@ export async function loadConfig(file: string, env: Environment = process.env): 
     !allowlist ||
     !tlsCert ||
     !tlsKey ||
+    !tlsCertificate ||
     !store ||
     !connector ||
     !tokens ||
@@ -361,16 +427,18 @@ export async function loadConfig(file: string, env: Environment = process.env): 
   }
 
   const maxConcurrent = raw.passwordHashing.maxConcurrent ?? threadPoolSize();
+  // Every section the schema knows that a reload does not apply: its settings, and for the
+  // sections with secrets the bytes those secrets read.
   const restartOnly = Object.fromEntries(
-    Object.keys(raw)
+    (Object.keys(ConfigFileSchema.properties) as (keyof ConfigFile)[])
       .filter((section) => !RELOADABLE_SECTIONS.has(section))
-      .map((section) => [section, digest(raw[section as keyof ConfigFile])]),
+      .map((section) => [section, digest(raw[section], secretBytes.get(section))]),
   );
   return deepFreeze({
     file: path,
     environment: raw.environment,
     listeners: raw.listeners,
-    tls: { cert: tlsCert, key: tlsKey },
+    tls: { cert: tlsCert, key: tlsKey, certificateExpiresAt: Math.floor(Date.parse(tlsCertificate.validTo) / 1000) },
     edge: raw.edge,
     trustedProxies,
     allowlist,

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -169,6 +169,56 @@ describe('--check-config FILE', () => {
         `${file}: connector.url: plain http:// would send PAN and CVC in clear text; use https:// (production refuses unsafe settings)`,
         `${file}: tls.key: file ${at('tls.key')} is accessible to group or others (mode 0644); chmod 600 it (production refuses unsafe settings)`,
         `${file}: logging.level: debug is below info; use info or higher (production refuses unsafe settings)`,
+      ].sort(),
+    );
+  });
+
+  it('exits 78 for a TLS key that does not match the certificate, and --config refuses the same file the same way', async () => {
+    const keys = await testKeys();
+    const dir = scratchDir('tls-mismatch');
+    const otherKey = join(dir, 'other.key');
+    writeFileSync(otherKey, generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    const written = await writeTestConfig(await rawTestConfig({ tls: { cert: { file: keys.tlsCert }, key: { file: otherKey } } }));
+    scratch.push(written.dir);
+    const expected = `Invalid configuration:\n  ${written.file}: tls.key: does not match the certificate in tls.cert\n`;
+
+    const [check, run] = await Promise.all([gatewayCli(['--check-config', written.file]), gatewayCli(['--config', written.file])]);
+    expect(check.code, check.stdout).toBe(78);
+    expect(check.stdout).toBe('');
+    expect(check.stderr).toBe(expected);
+    // Started for real, the same file stops before any listener, with the same line: no stack trace.
+    expect(run.code, run.stderr).toBe(78);
+    expect(run.stderr).toBe(expected);
+    expect(run.stdout).not.toContain('gateway listening');
+  });
+
+  it('exits 78 listing a misspelled section with the TLS and key problems of the others, in one pass', async () => {
+    const keys = await testKeys();
+    const dir = scratchDir('one-pass');
+    const notACertificate = join(dir, 'connector-ca.crt');
+    writeFileSync(notACertificate, 'not a certificate\n');
+    const raw = await rawTestConfig({
+      tls: { cert: { file: keys.tlsCert }, key: { file: keys.otherSigningKey } },
+      connector: { url: 'https://127.0.0.1:9', tls: { ca: { file: notACertificate } } },
+      tokens: { signingKey: { kid: 'k1', privateKey: { file: join(dir, 'absent-signing.key') } } },
+    });
+    raw['alowlist'] = raw['allowlist'];
+    delete raw['allowlist'];
+    const written = await writeTestConfig(raw);
+    scratch.push(written.dir);
+    const result = await gatewayCli(['--check-config', written.file]);
+    expect(result.code, result.stdout).toBe(78);
+    expect(result.stderr).not.toMatch(STACK_FRAME);
+    const problems = linesOf(result.stderr)
+      .filter((line) => line.startsWith('  '))
+      .map((line) => line.trim());
+    expect(problems.sort()).toEqual(
+      [
+        `${written.file}: alowlist: is not a known setting`,
+        `${written.file}: allowlist: is required`,
+        `${written.file}: tls.key: does not match the certificate in tls.cert`,
+        `${written.file}: connector.tls.ca: is not a PEM certificate`,
+        `${written.file}: tokens.signingKey.privateKey: file ${join(dir, 'absent-signing.key')} not found`,
       ].sort(),
     );
   });
