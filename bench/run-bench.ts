@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick | --soak | --profile | --no-request-log]`
+ * `npm run bench [-- --quick | --soak | --profile]`
  *
  * Starts everything on loopback (sandbox connectors, a bare proxy, gateways on the memory store
  * and on a private redis-server), drives each scenario from a separate process, and prints a
@@ -28,7 +28,6 @@ const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
 const SOAK = argv.has('--soak');
 const PROFILE = argv.has('--profile');
-const LOG_REQUESTS = !argv.has('--no-request-log');
 const RUNS = Number(process.env['BENCH_RUNS'] ?? (QUICK ? 1 : 3));
 const DURATION = Number(process.env['BENCH_DURATION'] ?? (QUICK ? 3 : 8));
 const WARMUP = QUICK ? 2 : 3;
@@ -419,9 +418,9 @@ async function main(): Promise<void> {
     const direct = await started(0, ['connector']);
     const bare = await started(0, ['bare-proxy', upstream.url, dir], profileFlags('bare-proxy'));
     const gateways = {
-      memory: await started(0, ['gateway', 'memory', dir, String(LOG_REQUESTS)], profileFlags('gateway-memory')),
-      redis: await started(0, ['gateway', 'redis', dir, String(LOG_REQUESTS)], profileFlags('gateway-redis')),
-      cluster: await started(0, ['gateway', 'cluster', dir, String(LOG_REQUESTS)], profileFlags('gateway-cluster')),
+      memory: await started(0, ['gateway', 'memory', dir], profileFlags('gateway-memory')),
+      redis: await started(0, ['gateway', 'redis', dir], profileFlags('gateway-redis')),
+      cluster: await started(0, ['gateway', 'cluster', dir], profileFlags('gateway-cluster')),
     };
     const token = async (server: Server) =>
       String((await httpsJson(server.url, '/api/v1/auth/login', { username: 'bench', password: PASSWORD }, ca))['accessToken']);
@@ -556,7 +555,6 @@ async function main(): Promise<void> {
         warmupSeconds: WARMUP,
         connections: CONNECTIONS,
         moderateRate: MODERATE_RATE,
-        requestLogging: LOG_REQUESTS,
       },
       target,
       underAttack,
@@ -610,7 +608,7 @@ function printTable(results: ScenarioResult[]): void {
 /** 5 minutes of mixed traffic on the Redis gateway; heap and handles sampled every second. */
 async function soak(started: (cpu: number, args: string[]) => Promise<Server>, dir: string, ca: Buffer): Promise<void> {
   const minutes = Number(process.env['BENCH_SOAK_MINUTES'] ?? 5);
-  const gateway = await started(0, ['gateway', 'redis', dir, String(LOG_REQUESTS)]);
+  const gateway = await started(0, ['gateway', 'redis', dir]);
   const tokens = await httpsJson(gateway.url, '/api/v1/auth/login', { username: 'bench', password: PASSWORD }, ca);
   const token = String(tokens['accessToken']);
   const caText = ca.toString('utf8');

@@ -2,7 +2,7 @@
  * One server under test, in its own process so the orchestrator can pin it to a core:
  *   node dist/bench/serve.js connector
  *   node dist/bench/serve.js bare-proxy <connectorUrl> <benchDir>
- *   node dist/bench/serve.js gateway <memory|redis> <benchDir> [logRequests]
+ *   node dist/bench/serve.js gateway <memory|redis|cluster> <benchDir>
  * Prints one JSON line `{"ready":true,...urls}` when listening, then one
  * `{"stats":{heapUsed,rss,handles}}` line per second, and `{"cpu":{...}}` (process CPU time in
  * microseconds) for every `cpu` line on stdin; exits on SIGTERM.
@@ -37,10 +37,10 @@ if (role === 'connector') {
   close = () => app.close();
   say({ ready: true, url: `https://127.0.0.1:${address.port}` });
 } else if (role === 'gateway') {
-  const [storeKind, benchDir, logRequests] = args as [string, string, string | undefined];
+  const [storeKind, benchDir] = args as [string, string];
   const config = await loadConfig(join(benchDir, `gateway-${storeKind}.yaml`), {});
   // Logs go to a file as they would in production (not to the orchestrator's pipe).
-  const composed = await composeGateway(config, { logTo: join(benchDir, `gateway-${storeKind}.log`), logRequests: logRequests !== 'false' });
+  const composed = await composeGateway(config, { logTo: join(benchDir, `gateway-${storeKind}.log`) });
   const running = await listenGateway(composed.gateway, config.listeners);
   close = async () => {
     await running.close();

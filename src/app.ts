@@ -49,8 +49,6 @@ export interface GatewayDependencies {
   metrics?: GatewayMetrics;
   /** The connector port; by default an undici client for `config.connector`, closed with the admin server. */
   connector?: ConnectorClient;
-  /** One info line per request (default true). The benchmark measures the cost of it. */
-  logRequests?: boolean;
   /** Lets a test add routes to the public or the protected scope before the app is ready. */
   extend?: { public?: (scope: FastifyInstance) => void; protected?: (scope: FastifyInstance) => void };
 }
@@ -158,7 +156,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   installErrorHandler(app, clock, metrics);
   installNotFound(app, clock);
   installEdgeGuards(app, { live, clock, audit, outcomes, metrics });
-  installRequestMetrics(app, metrics, { logRequests: deps.logRequests ?? true });
+  installRequestMetrics(app, metrics);
   installRateLimits(app, { limits, outcomes });
 
   registerLoginRoute(app, sessions);

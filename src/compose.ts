@@ -16,7 +16,6 @@ export interface ComposeOptions {
   logger?: Logger;
   store?: GatewayStore;
   audit?: AuditSink;
-  logRequests?: boolean;
 }
 
 export interface ComposedGateway {
@@ -78,7 +77,6 @@ export async function composeGateway(config: GatewayConfig, options: ComposeOpti
     logger: log,
     audit,
     metrics,
-    ...(options.logRequests !== undefined && { logRequests: options.logRequests }),
   });
   return {
     gateway,

@@ -210,7 +210,7 @@ export class CardIssuance {
   }
 
   async #forward(recordKey: string, owner: string, input: IssueInput): Promise<ConnectorReply> {
-    const { connector, metrics, store, clock, settings, logger } = this.deps;
+    const { connector, metrics, store, clock, settings } = this.deps;
     const payload: ConnectorCardRequest = {
       requestId: input.body.requestId.toLowerCase(),
       issuingAccount: input.issuingAccount,
@@ -228,8 +228,9 @@ export class CardIssuance {
     } catch (error) {
       const kind = error instanceof ConnectorError ? error.kind : 'error';
       metrics.connectorDuration.observe({ outcome: kind }, (performance.now() - started) / 1000);
+      // Counted here and audited by the card service (card.failed): a connector outage must not
+      // become a log line per request.
       metrics.connectorErrors.inc({ kind });
-      logger.warn({ connectorFailure: kind, correlationId: input.correlationId }, 'card forward failed; idempotency key released');
       const now = clock.now();
       try {
         await store.idempotency.release(recordKey, { owner, now, keepUntil: now + settings.cards.idempotencyTtlSeconds * 1000 });

@@ -2,12 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayMetrics } from '../observability/metrics.js';
 
 /**
- * One counter increment, one histogram observation and (at most) one log line per request. The route
+ * One counter increment, one histogram observation and, at debug level, one log line per request. The route
  * label is the template (`/api/v1/issuing/cards`), or `unmatched` for 404s, so a scan of random
  * paths cannot blow up the label set. The log line carries no URL: a query string could hold
  * a token (D12), and bodies are never logged.
  */
-export function installRequestMetrics(app: FastifyInstance, metrics: GatewayMetrics, options: { logRequests: boolean }): void {
+export function installRequestMetrics(app: FastifyInstance, metrics: GatewayMetrics): void {
   // Label children resolved once per (method, route, status): prom-client would otherwise hash
   // the label object on every observation.
   const children = new Map<string, { count: { inc(): void }; duration: { observe(value: number): void } }>();
@@ -22,24 +22,22 @@ export function installRequestMetrics(app: FastifyInstance, metrics: GatewayMetr
     }
     child.count.inc();
     child.duration.observe(reply.elapsedTime / 1000);
-    if (options.logRequests) {
-      // One line per request at debug only. Refusals are in the audit trail and the metrics;
-      // failures are logged once where they happen (an internal error by the error handler, a
-      // connector failure by the card service, a store outage once per change of the store's
-      // state), so a flood or an outage never turns into a line per request.
-      if (request.log.level === 'debug' || request.log.level === 'trace') {
-        request.log.debug(
-          {
-            correlationId: request.id,
-            method: request.method,
-            route,
-            statusCode: reply.statusCode,
-            ms: Math.round(reply.elapsedTime * 10) / 10,
-            client: request.clientAddress,
-          },
-          'request',
-        );
-      }
+    // One line per request at debug only. Refusals are in the audit trail and the metrics. An
+    // internal error (a bug) is logged with its stack by the error handler; a store outage once
+    // as the store goes down and once as it returns; a failed card forward is counted and
+    // audited (card.failed). So a flood or an outage never turns into a log line per request.
+    if (request.log.level === 'debug' || request.log.level === 'trace') {
+      request.log.debug(
+        {
+          correlationId: request.id,
+          method: request.method,
+          route,
+          statusCode: reply.statusCode,
+          ms: Math.round(reply.elapsedTime * 10) / 10,
+          client: request.clientAddress,
+        },
+        'request',
+      );
     }
     done();
   });

@@ -120,15 +120,24 @@ function failureSuite(storeName: string, makeStore: () => Promise<{ store: Gatew
       });
     }
 
-    it('logs each failure without the connector answer or card data', async () => {
+    it('audits and counts each failure, without a log line per request or any of the connector answer', async () => {
       await setConnectorMode(fixture.connector, { mode: 'partial', count: 1 });
-      const response = await createCard(fixture.gw, token, validCardBody());
+      const body = validCardBody();
+      const response = await createCard(fixture.gw, token, body);
       expect(response.statusCode).toBe(502);
       const correlationId = String(response.headers['x-correlation-id']);
-      const lines = fixture.gw.logs.lines.filter((line) => line.includes(correlationId));
-      expect(lines.some((line) => line.includes('card forward failed'))).toBe(true);
-      // The fragment the sandbox sent starts a PAN; no part of its body may reach the log.
+      const audited = fixture.gw.audit.lines
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((line) => line['correlationId'] === correlationId);
+      expect(audited).toContainEqual(expect.objectContaining({ event: 'card.failed', outcome: 'failure', reason: 'reset', requestId: body['requestId'] }));
+      // The fixture logs at debug, where every request has its line: nothing above that level.
+      const logged = fixture.gw.logs.lines
+        .filter((line) => line.includes(correlationId))
+        .map((line) => (JSON.parse(line) as { level: string; msg: string }).msg);
+      expect(logged).toEqual(['request']);
+      // The fragment the sandbox sent starts a PAN; no part of its body may reach the log or the audit.
       expect(fixture.gw.logs.text()).not.toContain('4000000000000002');
+      expect(fixture.gw.audit.lines.join('\n')).not.toContain('4000000000000002');
     });
   });
 }

@@ -41,7 +41,6 @@ describe('bad input on every public route (properties)', () => {
   beforeAll(async () => {
     connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
     gw = await createTestGateway({
-      logRequests: false,
       overrides: {
         connector: { url: connector.url, timeoutMs: 2000 },
         // The properties are about input, not limits: no case may be cut short by a 429.

@@ -103,7 +103,6 @@ describe('strict input (properties, issue 9)', () => {
   beforeAll(async () => {
     connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
     gw = await createTestGateway({
-      logRequests: false,
       overrides: {
         connector: { url: connector.url, timeoutMs: 2000 },
         rateLimits: {

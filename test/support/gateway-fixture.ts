@@ -236,7 +236,6 @@ export interface TestGatewayOptions {
   store?: GatewayStore;
   clock?: ManualClock;
   extend?: GatewayDependencies['extend'];
-  logRequests?: boolean;
 }
 
 export async function createTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -252,7 +251,6 @@ export async function createTestGateway(options: TestGatewayOptions = {}): Promi
     logger: logs.logger,
     audit,
     ...(options.extend && { extend: options.extend }),
-    ...(options.logRequests !== undefined && { logRequests: options.logRequests }),
   });
   await gateway.app.ready();
   return {
