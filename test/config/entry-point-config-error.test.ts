@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { compileEntryPoint, freePort, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from '../transport/compiled-gateway.js';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../support/ports.js';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import { rawTestConfig, writeTestConfig } from '../support/gateway-fixture.js';
 
 /**
@@ -10,21 +11,18 @@ import { rawTestConfig, writeTestConfig } from '../support/gateway-fixture.js';
  */
 
 describe('entry point with a bad config', () => {
-  let entry: CompiledEntryPoint;
-  const spawned: SpawnedGateway[] = [];
+  let entry: BuiltEntryPoints;
+  const spawned: RunningProcess[] = [];
 
   beforeAll(async () => {
-    entry = await compileEntryPoint();
+    entry = await builtEntryPoints();
   }, 120_000);
   afterEach(() => {
     for (const gateway of spawned.splice(0)) gateway.kill();
   });
-  afterAll(() => {
-    entry?.remove();
-  });
 
-  function run(file: string): SpawnedGateway {
-    const gateway = spawnGateway(entry.mainJs, file);
+  function run(file: string): RunningProcess {
+    const gateway = spawnEntry(entry.mainJs, file);
     spawned.push(gateway);
     return gateway;
   }
@@ -43,7 +41,7 @@ describe('entry point with a bad config', () => {
     expect(code).toBe(78);
     expect(gateway.stderr()).toContain(`${written.file}: allowlist[1]: "127.1" is not a four-part decimal IPv4 address or range`);
     expect(gateway.stderr()).toContain(`${written.file}: connector.startSandbox: is only allowed when environment is local`);
-    expect(gateway.stdout.filter((line) => line.includes('gateway listening'))).toEqual([]);
+    expect(gateway.lines.filter((line) => line.includes('gateway listening'))).toEqual([]);
   });
 
   it('exits 78 for a schema error', async () => {

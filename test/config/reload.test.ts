@@ -13,7 +13,8 @@ import {
   type RawConfig,
   type WrittenConfig,
 } from '../support/gateway-fixture.js';
-import { compileEntryPoint, freePort, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from '../transport/compiled-gateway.js';
+import { freePort } from '../support/ports.js';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import { realRequest, waitFor } from '../transport/real-clients.js';
 
 /**
@@ -33,8 +34,8 @@ function replaceFile(file: string, content: string): void {
 }
 
 describe('configuration reload of the running process', () => {
-  let entry: CompiledEntryPoint;
-  let gateway: SpawnedGateway;
+  let entry: BuiltEntryPoints;
+  let gateway: RunningProcess;
   let written: WrittenConfig;
   let raw: RawConfig;
   let base: string;
@@ -45,7 +46,7 @@ describe('configuration reload of the running process', () => {
 
   /** Sends SIGHUP and waits for the reload's outcome line. */
   async function sighup(outcome: 'configuration reloaded' | 'configuration reload refused'): Promise<Record<string, unknown>> {
-    const from = gateway.stdout.length;
+    const from = gateway.lines.length;
     gateway.child.kill('SIGHUP');
     const line = await gateway.waitForLog(
       (entry) =>
@@ -58,7 +59,7 @@ describe('configuration reload of the running process', () => {
   }
 
   beforeAll(async () => {
-    [entry, ca] = await Promise.all([compileEntryPoint(), testCertificatePem()]);
+    [entry, ca] = await Promise.all([builtEntryPoints(), testCertificatePem()]);
     const [https, admin] = [await freePort(), await freePort()];
     raw = await rawTestConfig({
       listeners: { https: { host: '127.0.0.1', port: https }, admin: { host: '127.0.0.1', port: admin } },
@@ -68,7 +69,7 @@ describe('configuration reload of the running process', () => {
     written = await writeTestConfig(raw);
     for (const file of [written.file, written.credentialsFile]) utimesSync(file, FIXED_MTIME_SECONDS, FIXED_MTIME_SECONDS);
     base = `https://127.0.0.1:${https}`;
-    gateway = spawnGateway(entry.mainJs, written.file);
+    gateway = spawnEntry(entry.mainJs, written.file);
     await gateway.waitForLog((line) => line['msg'] === 'gateway listening');
   }, 120_000);
 
@@ -78,7 +79,6 @@ describe('configuration reload of the running process', () => {
       await Promise.race([gateway.exited, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
     }
     gateway?.kill();
-    entry?.remove();
   });
 
   it('a deactivated credential gets 401 after SIGHUP, for login and for its live access token (D7)', async () => {

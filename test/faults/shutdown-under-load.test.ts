@@ -3,7 +3,8 @@ import { startSandboxConnector, type RunningSandboxConnector } from '../../src/c
 import { CARDS, connectorStats, setConnectorMode, validCardBody, type CardAnswer } from '../support/card-fixture.js';
 import { PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 import { RELAXED_LIMITS } from '../support/auth-requests.js';
-import { compileEntryPoint, freePort, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from '../transport/compiled-gateway.js';
+import { freePort } from '../support/ports.js';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import { realRequest, waitFor, type RealResponse } from '../transport/real-clients.js';
 
 /**
@@ -18,18 +19,17 @@ const IN_FLIGHT = 50;
 const CONNECTOR_DELAY_MS = 1000;
 
 describe('SIGTERM while 50 card creations are in flight', () => {
-  let entry: CompiledEntryPoint | undefined;
+  let entry: BuiltEntryPoints | undefined;
   let connector: RunningSandboxConnector | undefined;
-  let gateway: SpawnedGateway | undefined;
+  let gateway: RunningProcess | undefined;
 
   beforeAll(async () => {
-    [entry, connector] = await Promise.all([compileEntryPoint(), startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true })]);
+    [entry, connector] = await Promise.all([builtEntryPoints(), startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true })]);
   }, 120_000);
 
   afterAll(async () => {
     gateway?.kill();
     await connector?.close();
-    entry?.remove();
   });
 
   it('answers every in-flight request with a complete 201, refuses new connections, and exits 0', async () => {
@@ -42,7 +42,7 @@ describe('SIGTERM while 50 card creations are in flight', () => {
         rateLimits: RELAXED_LIMITS,
       }),
     );
-    gateway = spawnGateway(entry!.mainJs, written.file);
+    gateway = spawnEntry(entry!.mainJs, written.file);
     await gateway.waitForLog((line) => line['msg'] === 'gateway listening');
     const base = `https://127.0.0.1:${https}`;
     const ca = await testCertificatePem();
@@ -72,7 +72,7 @@ describe('SIGTERM while 50 card creations are in flight', () => {
       10,
     );
     const inFlightAtSignal = IN_FLIGHT - answered;
-    const logged = gateway.stdout.length;
+    const logged = gateway.lines.length;
     gateway.child.kill('SIGTERM');
     await gateway.waitForLog((line) => line['msg'] === 'draining in-flight requests', { from: logged, timeoutMs: 5_000 });
 
@@ -96,7 +96,7 @@ describe('SIGTERM while 50 card creations are in flight', () => {
 
     const { code, signal } = await gateway.exited;
     expect({ code, signal, stderr: gateway.stderr() }).toMatchObject({ code: 0, signal: null });
-    const messages = gateway.stdout.map((line) => (JSON.parse(line) as { msg?: string }).msg);
+    const messages = gateway.lines.map((line) => (JSON.parse(line) as { msg?: string }).msg);
     expect(messages.at(-1)).toBe('stopped');
     expect(messages).not.toContain('request failed');
     expect((await connectorStats(connector!)).cardsCreated - before.cardsCreated).toBe(IN_FLIGHT);

@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
-import { compileEntryPoint, freePort, type CompiledEntryPoint } from '../transport/compiled-gateway.js';
+import { freePort } from '../support/ports.js';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import {
   adminGet,
   call,
@@ -25,9 +26,7 @@ import {
   mapBounded,
   metricSum,
   OUTSIDER,
-  spawnEntry,
   waitUntilHealthy,
-  type EntryProcess,
   type HttpAnswer,
 } from './support.js';
 
@@ -44,7 +43,7 @@ const AUDIT_UNAVAILABLE = 'Audit trail unavailable, retry later';
 const REQUEST_TIMEOUT_MS = 3000;
 
 describe('audit sink failure (D26)', () => {
-  let entry: CompiledEntryPoint;
+  let entry: BuiltEntryPoints;
   let connector: RunningSandboxConnector;
   let ca: string;
   /** A 256 KiB tmpfs, or undefined with the reason when it could not be mounted. */
@@ -57,7 +56,7 @@ describe('audit sink failure (D26)', () => {
    */
   let fullDevice = '/dev/full';
   let deviceDir: string | undefined;
-  const started: EntryProcess[] = [];
+  const started: RunningProcess[] = [];
 
   beforeAll(async () => {
     ca = await testCertificatePem();
@@ -77,7 +76,7 @@ describe('audit sink failure (D26)', () => {
     } catch {
       // not root: the system's /dev/full
     }
-    entry = await compileEntryPoint();
+    entry = await builtEntryPoints();
   }, 120_000);
 
   afterEach(async () => {
@@ -94,10 +93,9 @@ describe('audit sink failure (D26)', () => {
     }
     if (deviceDir) rmSync(deviceDir, { recursive: true, force: true });
     await connector?.close();
-    entry?.remove();
   });
 
-  async function startGateway(auditFile: string): Promise<{ gateway: EntryProcess; httpsUrl: string; adminUrl: string }> {
+  async function startGateway(auditFile: string): Promise<{ gateway: RunningProcess; httpsUrl: string; adminUrl: string }> {
     const ports = { https: await freePort(), admin: await freePort() };
     const written = await writeTestConfig(
       await rawTestConfig({

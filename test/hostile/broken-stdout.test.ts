@@ -1,9 +1,10 @@
 import type { Readable } from 'node:stream';
 import { Agent } from 'node:https';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
-import { compileEntryPoint, freePort, type CompiledEntryPoint } from '../transport/compiled-gateway.js';
-import { adminGet, call, eventually, exitWithin, INSIDER, mapBounded, metricSum, sleep, spawnEntry, waitUntilHealthy, type EntryProcess } from './support.js';
+import { freePort } from '../support/ports.js';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
+import { adminGet, call, eventually, exitWithin, INSIDER, mapBounded, metricSum, sleep, waitUntilHealthy } from './support.js';
 
 /**
  * Issue 8, attack 2 (D26): the gateway's stdout is piped into a reader that goes away after
@@ -17,25 +18,24 @@ import { adminGet, call, eventually, exitWithin, INSIDER, mapBounded, metricSum,
 const LOGGED_REQUESTS = 2000;
 
 describe('stdout reader goes away (D26)', () => {
-  let entry: CompiledEntryPoint;
+  let entry: BuiltEntryPoints;
   let ca: string;
-  let gateway: EntryProcess | undefined;
+  let gateway: RunningProcess | undefined;
 
   beforeAll(async () => {
     ca = await testCertificatePem();
-    entry = await compileEntryPoint();
+    entry = await builtEntryPoints();
   }, 120_000);
   afterEach(async () => {
     await gateway?.kill();
     gateway = undefined;
   });
-  afterAll(() => entry?.remove());
 
   /**
    * Starts the gateway with stdout piped to a reader that takes the first 50 bytes, then
    * either stops reading (keeps the pipe open: it fills up) or closes its end (EPIPE).
    */
-  async function startWithHeadReader(reader: 'stops-reading' | 'closes'): Promise<{ gateway: EntryProcess; httpsUrl: string; adminUrl: string }> {
+  async function startWithHeadReader(reader: 'stops-reading' | 'closes'): Promise<{ gateway: RunningProcess; httpsUrl: string; adminUrl: string }> {
     const ports = { https: await freePort(), admin: await freePort() };
     const written = await writeTestConfig(
       await rawTestConfig({
@@ -88,7 +88,7 @@ describe('stdout reader goes away (D26)', () => {
     expect((await call(`${httpsUrl}/.well-known/jwks.json`, { ca, timeoutMs: 5000 })).status).toBe(200);
   }
 
-  async function expectSigtermEnds(processUnderTest: EntryProcess): Promise<void> {
+  async function expectSigtermEnds(processUnderTest: RunningProcess): Promise<void> {
     processUnderTest.child.kill('SIGTERM');
     const exit = await exitWithin(processUnderTest, 10_000);
     expect(exit, `still running 10 s after SIGTERM with a broken stdout; stderr:\n${processUnderTest.stderr().slice(-2000)}`).toBeDefined();

@@ -1,8 +1,9 @@
 import type { Socket } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
-import { compileEntryPoint, freePort, type CompiledEntryPoint } from '../transport/compiled-gateway.js';
+import { freePort } from '../support/ports.js';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import {
   adminGet,
   call,
@@ -19,9 +20,7 @@ import {
   OUTSIDER,
   sleep,
   SocketPool,
-  spawnEntry,
   waitUntilHealthy,
-  type EntryProcess,
   type ListeningGateway,
 } from './support.js';
 import { PASSWORD } from '../support/gateway-fixture.js';
@@ -173,21 +172,20 @@ describe('idle and trickling sockets (D25)', () => {
 });
 
 describe('outsider sockets cannot exhaust the file descriptors of the real process (D25)', () => {
-  let entry: CompiledEntryPoint;
+  let entry: BuiltEntryPoints;
   let ca: string;
-  let gateway: EntryProcess | undefined;
+  let gateway: RunningProcess | undefined;
   const pool = new SocketPool();
 
   beforeAll(async () => {
     ca = await testCertificatePem();
-    entry = await compileEntryPoint();
+    entry = await builtEntryPoints();
   }, 120_000);
   afterEach(async () => {
     pool.destroyAll();
     await gateway?.kill();
     gateway = undefined;
   });
-  afterAll(() => entry?.remove());
 
   it('serves an allowlisted login while 200 idle outsider sockets hit a gateway with 64 spare file descriptors', async () => {
     const ports = { https: await freePort(), admin: await freePort() };

@@ -3,20 +3,9 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 import { deleteKeysWithPrefix, keysWithPrefix, requireRedisUrl, uniquePrefix } from '../support/redis.js';
-import { compileEntryPoint, freePort, type CompiledEntryPoint } from '../transport/compiled-gateway.js';
-import {
-  call,
-  expectCodedError,
-  expectRetryAfter,
-  INSIDER,
-  LOGIN_PATH,
-  SECOND_INSIDER,
-  sleep,
-  spawnEntry,
-  waitUntilHealthy,
-  type EntryProcess,
-  type HttpAnswer,
-} from './support.js';
+import { freePort } from '../support/ports.js';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
+import { call, expectCodedError, expectRetryAfter, INSIDER, LOGIN_PATH, SECOND_INSIDER, sleep, waitUntilHealthy, type HttpAnswer } from './support.js';
 
 /**
  * Issue 8, attack 6 (D27): 256 concurrent logins with random usernames and 1000-character
@@ -36,16 +25,16 @@ const FLOOD = 256;
 const PER_ADDRESS = 30;
 
 describe('login flood from one allowlisted address (D27)', () => {
-  let entry: CompiledEntryPoint;
+  let entry: BuiltEntryPoints;
   let ca: string;
   let redis: Redis;
-  let gateway: EntryProcess | undefined;
+  let gateway: RunningProcess | undefined;
   const prefixes: string[] = [];
 
   beforeAll(async () => {
     ca = await testCertificatePem();
     redis = new Redis(requireRedisUrl(), { maxRetriesPerRequest: 1, connectTimeout: 2000 });
-    entry = await compileEntryPoint();
+    entry = await builtEntryPoints();
   }, 120_000);
   afterEach(async () => {
     await gateway?.kill();
@@ -54,7 +43,6 @@ describe('login flood from one allowlisted address (D27)', () => {
   });
   afterAll(() => {
     redis?.disconnect();
-    entry?.remove();
   });
 
   it('keeps a legitimate login fast, refuses the flood before hashing, and bounds what it leaves in the store', async () => {

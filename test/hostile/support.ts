@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, readdirSync, writeSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest, type Agent } from 'node:https';
@@ -8,6 +8,8 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { expect } from 'vitest';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { createTestGateway, PASSWORD, type TestGateway, type TestGatewayOptions } from '../support/gateway-fixture.js';
+import { expectContractError, type Envelope } from '../support/envelope.js';
+import type { RunningProcess } from '../support/process.js';
 
 /**
  * Shared helpers of the hostile-traffic suite (issue 8, D25-D27, D29): real TLS listeners,
@@ -95,26 +97,11 @@ export function call(url: string, options: CallOptions = {}): Promise<HttpAnswer
   });
 }
 
-/** The error envelope of the contract (D20 + `code`, D36). */
-export interface Envelope {
-  correlationId: string;
-  status: number;
-  code?: string;
-  message: string;
-  details: { fields?: { path: string; message: string }[]; fieldsOmitted?: number } & Record<string, unknown>;
-  timestamp: string;
-  retryAfter?: number;
-}
+export type { Envelope } from '../support/envelope.js';
 
-/** Asserts the coded envelope: status, code, message, JSON content type, correlation id header. */
+/** The contract's coded envelope (test/support/envelope.ts's expectContractError) on a `call` answer. */
 export function expectCodedError(answer: HttpAnswer, status: number, code: string, message: string): Envelope {
-  expect({ status: answer.status, body: answer.body.slice(0, 500) }).toMatchObject({ status });
-  expect(answer.headers['content-type']).toMatch(/^application\/json/);
-  const body = JSON.parse(answer.body) as Envelope;
-  expect(body).toMatchObject({ status, code, message });
-  expect(body.correlationId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-  expect(answer.headers['x-correlation-id']).toBe(body.correlationId);
-  return body;
+  return expectContractError({ statusCode: answer.status, headers: answer.headers, body: answer.body }, status, code, message);
 }
 
 /** `retryAfter` is a whole number of seconds >= 1 and the Retry-After header says the same. */
@@ -141,18 +128,7 @@ export async function loginOverTls(
   return (JSON.parse(answer.body) as { accessToken: string }).accessToken;
 }
 
-/** The sum of the Prometheus series `name` whose labels include `labels`; undefined when absent. */
-export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  let total: number | undefined;
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const seen = new Map<string, string>();
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) seen.set(pair[1] ?? '', pair[2] ?? '');
-    if (Object.entries(labels).every(([key, value]) => seen.get(key) === value)) total = (total ?? 0) + Number(match[3]);
-  }
-  return total;
-}
+export { metricSum } from '../support/metrics.js';
 
 /** GET on the admin listener (plain HTTP), bounded in time. */
 export function adminGet(adminUrl: string, path: string, timeoutMs = 3000): Promise<HttpAnswer> {
@@ -319,84 +295,8 @@ export function closedWithin(socket: Socket, since: number, timeoutMs: number): 
 }
 
 // ---------------------------------------------------------------------------------------------
-// The real entry point as a child process
+// The real entry point as a child process (spawned with test/support/process.ts's spawnEntry)
 // ---------------------------------------------------------------------------------------------
-
-export interface EntryProcess {
-  child: ChildProcess;
-  readonly stdout: string[];
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  hasExited(): boolean;
-  waitForLog(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
-  /** SIGKILL if still running, and wait for the exit (cleanup). */
-  kill(): Promise<void>;
-}
-
-export interface SpawnEntryOptions {
-  /** Called with the stdout pipe instead of the line collector (broken-pipe tests). */
-  onStdout?: (stdout: NonNullable<ChildProcess['stdout']>) => void;
-}
-
-/** `node <mainJs> --config <file>`, stdout and stderr piped; like test/transport's spawnGateway. */
-export function spawnEntry(mainJs: string, configFile: string, options: SpawnEntryOptions = {}): EntryProcess {
-  const repo = join(import.meta.dirname, '..', '..');
-  const env = { ...process.env, GATEWAY_CONFIG: '' };
-  const child = spawn(process.execPath, [mainJs, '--config', configFile], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env });
-  const stdout: string[] = [];
-  let stderr = '';
-  if (options.onStdout) options.onStdout(child.stdout!);
-  else {
-    let pending = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('utf8');
-      const lines = pending.split('\n');
-      pending = lines.pop() ?? '';
-      stdout.push(...lines.filter(Boolean));
-    });
-  }
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
-  });
-  let done = false;
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => {
-      done = true;
-      resolve({ code, signal });
-    });
-  });
-  const parse = (line: string): Record<string, unknown> | undefined => {
-    try {
-      return JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      return undefined;
-    }
-  };
-  return {
-    child,
-    stdout,
-    stderr: () => stderr,
-    exited,
-    hasExited: () => done,
-    waitForLog: async (match, timeoutMs = 15_000) => {
-      const deadline = performance.now() + timeoutMs;
-      for (;;) {
-        for (const line of stdout) {
-          const parsed = parse(line);
-          if (parsed && match(parsed)) return parsed;
-        }
-        if (done) throw new Error(`the gateway exited; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr}`);
-        if (performance.now() > deadline) throw new Error(`no matching log line within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr}`);
-        await sleep(25);
-      }
-    },
-    kill: async () => {
-      if (done) return;
-      child.kill('SIGKILL');
-      await exited;
-    },
-  };
-}
 
 /**
  * Lowers the open-file limit of a running process to what it has open now plus `headroom`
@@ -411,7 +311,7 @@ export function limitOpenFiles(pid: number, headroom: number): number {
 
 /** Resolves with the exit, or with undefined when the process is still running after `timeoutMs`. */
 export async function exitWithin(
-  processUnderTest: EntryProcess,
+  processUnderTest: RunningProcess,
   timeoutMs: number,
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number } | undefined> {
   const started = performance.now();
@@ -425,7 +325,7 @@ export async function exitWithin(
 }
 
 /** Polls the admin /healthz until it answers 200 (the process is up); fails at once if it exited. */
-export async function waitUntilHealthy(adminUrl: string, processUnderTest: EntryProcess, timeoutMs = 15_000): Promise<void> {
+export async function waitUntilHealthy(adminUrl: string, processUnderTest: RunningProcess, timeoutMs = 15_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     if (processUnderTest.hasExited()) throw new Error(`the gateway exited before it answered /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`);

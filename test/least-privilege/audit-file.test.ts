@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { compileEntryPoint, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from '../transport/compiled-gateway.js';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import { realRequest, waitFor } from '../transport/real-clients.js';
 import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 
@@ -16,13 +16,13 @@ import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/g
 const AT_MOST_0640 = 0o640;
 
 describe('the audit file (D21, D22)', () => {
-  let entry: CompiledEntryPoint;
+  let entry: BuiltEntryPoints;
   let ca: string;
-  const spawned: SpawnedGateway[] = [];
+  const spawned: RunningProcess[] = [];
 
   beforeAll(async () => {
     ca = await testCertificatePem();
-    entry = await compileEntryPoint();
+    entry = await builtEntryPoints();
   }, 120_000);
   afterEach(async () => {
     for (const gateway of spawned.splice(0)) {
@@ -30,17 +30,14 @@ describe('the audit file (D21, D22)', () => {
       await gateway.exited;
     }
   });
-  afterAll(() => {
-    entry?.remove();
-  });
 
-  async function start(): Promise<{ gateway: SpawnedGateway; https: string; auditFile: string; dir: string }> {
+  async function start(): Promise<{ gateway: RunningProcess; https: string; auditFile: string; dir: string }> {
     const written = await writeTestConfig(await rawTestConfig({ audit: { file: 'audit/audit.jsonl' } }));
     return startWith(written.file, written.dir);
   }
 
   async function startWith(file: string, dir: string) {
-    const gateway = spawnGateway(entry.mainJs, file);
+    const gateway = spawnEntry(entry.mainJs, file);
     spawned.push(gateway);
     const listening = await gateway.waitForLog((line) => line['msg'] === 'gateway listening');
     return { gateway, https: String(listening['https']), auditFile: join(dir, 'audit', 'audit.jsonl'), dir };

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { createTestGateway, testCertificatePem, type TestGateway } from '../support/gateway-fixture.js';
-import { expectContractError, parseHttpAnswer, tlsExchange } from './contract-helpers.js';
+import { parseHttpAnswer, rawExchange } from '../transport/real-clients.js';
+import { expectContractError } from './contract-helpers.js';
 
 /**
  * Issue 9 row 11 (D34), raw bytes over a real TLS socket: requests Node's HTTP parser rejects
@@ -29,7 +30,7 @@ describe('the envelope for requests the HTTP parser rejects (D34)', () => {
   });
 
   async function expectParserEnvelope(bytes: string, status: number, code: string, message: string): Promise<void> {
-    const { received, closedByServer } = await tlsExchange(running.httpsUrl, bytes, ca);
+    const { received, closedByServer } = await rawExchange(running.httpsUrl, bytes, { tls: { ca } });
     const answer = parseHttpAnswer(received);
     const context = `${answer.rawHead}\n\n${answer.body}`;
     expect(answer.statusCode, context).toBe(status);
@@ -71,7 +72,7 @@ describe('the envelope for requests the HTTP parser rejects (D34)', () => {
   it('answers HTTP/1.1 without Host with 400 "Host header is required"; HTTP/1.0 without Host is served', async () => {
     await expectParserEnvelope(`GET ${JWKS} HTTP/1.1\r\nAccept: application/json\r\n\r\n`, 400, 'malformed_request', 'Host header is required');
 
-    const { received } = await tlsExchange(running.httpsUrl, `GET ${JWKS} HTTP/1.0\r\nAccept: application/json\r\n\r\n`, ca);
+    const { received } = await rawExchange(running.httpsUrl, `GET ${JWKS} HTTP/1.0\r\nAccept: application/json\r\n\r\n`, { tls: { ca } });
     const answer = parseHttpAnswer(received);
     expect(answer.statusCode, answer.rawHead).toBe(200);
     expect(JSON.parse(answer.body)).toMatchObject({ keys: [expect.objectContaining({ kid: 'sbx-1' })] });

@@ -1,7 +1,8 @@
 import { chmodSync, copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { compileEntryPoint, freePort, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from '../transport/compiled-gateway.js';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../support/ports.js';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import { rawTestConfig, testKeys, writeTestConfig, type RawConfig } from '../support/gateway-fixture.js';
 
 /**
@@ -55,11 +56,11 @@ const UNSAFE_FIELDS = [
 ];
 
 describe('production refuses unsafe settings (D32)', () => {
-  let entry: CompiledEntryPoint;
-  const spawned: SpawnedGateway[] = [];
+  let entry: BuiltEntryPoints;
+  const spawned: RunningProcess[] = [];
 
   beforeAll(async () => {
-    entry = await compileEntryPoint();
+    entry = await builtEntryPoints();
   }, 120_000);
   afterEach(async () => {
     for (const gateway of spawned.splice(0)) {
@@ -67,18 +68,15 @@ describe('production refuses unsafe settings (D32)', () => {
       await gateway.exited;
     }
   });
-  afterAll(() => {
-    entry?.remove();
-  });
 
-  function run(file: string): SpawnedGateway {
-    const gateway = spawnGateway(entry.mainJs, file);
+  function run(file: string): RunningProcess {
+    const gateway = spawnEntry(entry.mainJs, file);
     spawned.push(gateway);
     return gateway;
   }
 
   /** Whichever comes first: the exit, or the "gateway listening" line. */
-  async function outcome(gateway: SpawnedGateway): Promise<{ listening: true } | { listening: false; code: number | null }> {
+  async function outcome(gateway: RunningProcess): Promise<{ listening: true } | { listening: false; code: number | null }> {
     const listening = gateway
       .waitForLog((line) => line['msg'] === 'gateway listening', { timeoutMs: 20_000 })
       .then(
@@ -100,7 +98,7 @@ describe('production refuses unsafe settings (D32)', () => {
     for (const field of UNSAFE_FIELDS) {
       expect(stderr, `no problem listed for ${field}`).toMatch(new RegExp(`${escape(written.file)}: ${escape(field)}: \\S`));
     }
-    expect(gateway.stdout.filter((line) => line.includes('gateway listening'))).toEqual([]);
+    expect(gateway.lines.filter((line) => line.includes('gateway listening'))).toEqual([]);
   }, 60_000);
 
   it('exits 78 for an https connector with neither mutual TLS nor a gateway secret', async () => {
@@ -129,7 +127,7 @@ describe('production refuses unsafe settings (D32)', () => {
     const gateway = run(written.file);
     const result = await outcome(gateway);
     expect(result, `sandbox did not start; stderr:\n${gateway.stderr()}`).toEqual({ listening: true });
-    const warnings = gateway.stdout
+    const warnings = gateway.lines
       .map((line) => {
         try {
           return JSON.parse(line) as Record<string, unknown>;

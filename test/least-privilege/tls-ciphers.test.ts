@@ -2,7 +2,7 @@ import { connect, getCiphers, type ConnectionOptions } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { createTestGateway, testCertificatePem, type TestGateway } from '../support/gateway-fixture.js';
-import { parseHttpAnswer, tlsExchange } from './contract-helpers.js';
+import { parseHttpAnswer, rawExchange } from '../transport/real-clients.js';
 
 /**
  * Issue 9 row 9 (D33), on a real TLS listener with the test certificate (EC P-256, so the ECDSA
@@ -93,9 +93,8 @@ describe('TLS suites on the real listener (D33)', () => {
     expect(tls13).toMatchObject({ ok: true, protocol: 'TLSv1.3' });
 
     // An AEAD connection carries a real request.
-    const { received } = await tlsExchange(running.httpsUrl, 'GET /.well-known/jwks.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', ca, 5000, {
-      maxVersion: 'TLSv1.2',
-      ciphers: 'ECDHE-ECDSA-CHACHA20-POLY1305',
+    const { received } = await rawExchange(running.httpsUrl, 'GET /.well-known/jwks.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', {
+      tls: { ca, maxVersion: 'TLSv1.2', ciphers: 'ECDHE-ECDSA-CHACHA20-POLY1305' },
     });
     expect(parseHttpAnswer(received).statusCode).toBe(200);
   });

@@ -9,7 +9,7 @@ import { ManualClock } from '../../src/foundation/clock.js';
 import { ERROR_CODES, type ErrorCode } from '../../src/foundation/errors.js';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { parseHttpAnswer, tlsExchange } from '../least-privilege/contract-helpers.js';
+import { parseHttpAnswer, rawExchange } from '../transport/real-clients.js';
 import { HOUR, T0 } from '../support/auth-requests.js';
 import { mintToken, setConnectorMode, validCardBody } from '../support/card-fixture.js';
 import { FaultyStore } from '../support/faulty-store.js';
@@ -439,7 +439,7 @@ describe('real answers against docs/openapi.json', () => {
     });
 
     const exchange = async (bytes: string): Promise<ObservedAnswer> => {
-      const { received, closedByServer } = await tlsExchange(running.httpsUrl, bytes, ca);
+      const { received, closedByServer } = await rawExchange(running.httpsUrl, bytes, { tls: { ca } });
       expect(closedByServer, 'the server closes the connection').toBe(true);
       const answer = parseHttpAnswer(received);
       return { statusCode: answer.statusCode, headers: answer.headers, body: answer.body };

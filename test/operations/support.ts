@@ -1,11 +1,10 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { join, relative } from 'node:path';
 import { expect } from 'vitest';
 import { call, type HttpAnswer } from '../hostile/support.js';
 import { PASSWORD } from '../support/gateway-fixture.js';
+import { builtEntryPoints, parseLogLine, runToExit, spawnEntry, type Exit, type LogLine, type RunningProcess, type StartOptions } from '../support/process.js';
 
 /**
  * Issue 12 (the operator's day two) through the real entry points: the compiled gateway
@@ -13,271 +12,23 @@ import { PASSWORD } from '../support/gateway-fixture.js';
  * loopback, with their exit codes, stdout, stderr, log lines and audit files.
  */
 
-export const REPO = join(import.meta.dirname, '..', '..');
-
-export interface BuiltEntryPoints {
-  /** The compiled output folder (its `src/` mirrors the repository's). */
-  readonly dir: string;
-  readonly mainJs: string;
-  readonly connectorJs: string;
-  readonly hashPasswordJs: string;
-}
-
-/** Every file under `folder`, sorted, relative to the repository. */
-function filesUnder(folder: string): string[] {
-  const found: string[] = [];
-  for (const entry of readdirSync(folder, { withFileTypes: true })) {
-    const path = join(folder, entry.name);
-    if (entry.isDirectory()) found.push(...filesUnder(path));
-    else if (entry.isFile()) found.push(path);
-  }
-  return found.sort();
-}
-
-/** A digest of what the compiled output depends on: a change of the sources is a new build. */
-function sourceDigest(): string {
-  const hash = createHash('sha256');
-  for (const file of [...filesUnder(join(REPO, 'src')), join(REPO, 'tsconfig.json')]) {
-    hash.update(relative(REPO, file)).update('\0').update(readFileSync(file)).update('\0');
-  }
-  return hash.digest('hex').slice(0, 16);
-}
+export {
+  builtEntryPoints,
+  killAll,
+  REPO,
+  runToExit,
+  signalAndWait,
+  startProcess,
+  type BuiltEntryPoints,
+  type LogLine,
+  type RunningProcess,
+} from '../support/process.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-function compileInto(outDir: string): Promise<string> {
-  const tsc = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
-  return new Promise((resolve) => {
-    // Type errors elsewhere in src/ still emit JavaScript; a missing entry point fails below.
-    execFile(
-      process.execPath,
-      [tsc, '-p', 'src/tsconfig.json', '--outDir', outDir, '--sourceMap', 'false'],
-      { cwd: REPO, timeout: 170_000 },
-      (_error, stdout, stderr) => resolve(`${stdout}${stderr}`),
-    );
-  });
-}
-
-let built: Promise<BuiltEntryPoints> | undefined;
-
-/**
- * The entry points compiled once for all the operations test files of a run: into
- * `dist/ops-build-<digest of src/>`, made by whichever file gets there first (a lock folder;
- * the others wait for it), never shared with a build of other sources. Builds of other sources
- * older than an hour are removed.
- */
-export function builtEntryPoints(): Promise<BuiltEntryPoints> {
-  built ??= (async () => {
-    const dist = join(REPO, 'dist');
-    mkdirSync(dist, { recursive: true });
-    const name = `ops-build-${sourceDigest()}`;
-    const dir = join(dist, name);
-    const complete = join(dir, '.complete');
-    const lock = `${dir}.lock`;
-    const result: BuiltEntryPoints = {
-      dir,
-      mainJs: join(dir, 'src', 'main.js'),
-      connectorJs: join(dir, 'src', 'connector', 'sandbox', 'main.js'),
-      hashPasswordJs: join(dir, 'src', 'auth', 'hash-password-cli.js'),
-    };
-    const deadline = Date.now() + 170_000;
-    while (!existsSync(complete)) {
-      let mine = false;
-      try {
-        mkdirSync(lock);
-        mine = true;
-      } catch {
-        // Another test file is compiling; a lock older than 2 minutes is left from a killed run.
-        try {
-          if (Date.now() - statSync(lock).mtimeMs > 120_000) rmSync(lock, { recursive: true, force: true });
-        } catch {
-          // gone meanwhile
-        }
-      }
-      if (mine) {
-        try {
-          if (!existsSync(complete)) {
-            const temporary = `${dir}.tmp-${process.pid}`;
-            rmSync(temporary, { recursive: true, force: true });
-            const output = await compileInto(temporary);
-            if (!existsSync(join(temporary, 'src', 'main.js'))) throw new Error(`tsc did not emit src/main.js:\n${output}`);
-            writeFileSync(join(temporary, '.complete'), new Date().toISOString());
-            if (existsSync(complete)) {
-              // Another file finished the same build meanwhile (after taking a stale lock): use it.
-              rmSync(temporary, { recursive: true, force: true });
-            } else {
-              rmSync(dir, { recursive: true, force: true }); // a partial build of a killed run
-              renameSync(temporary, dir);
-            }
-          }
-        } finally {
-          rmSync(lock, { recursive: true, force: true });
-        }
-        break;
-      }
-      if (Date.now() > deadline) throw new Error(`no build appeared in ${dir} within 170 s`);
-      await sleep(250);
-    }
-    for (const entry of readdirSync(dist)) {
-      if (!entry.startsWith('ops-build-') || entry === name || entry.endsWith('.lock')) continue;
-      const path = join(dist, entry);
-      try {
-        if (Date.now() - statSync(path).mtimeMs > 3_600_000) rmSync(path, { recursive: true, force: true });
-      } catch {
-        // removed by another run
-      }
-    }
-    return result;
-  })();
-  return built;
-}
-
 // ---------------------------------------------------------------------------------------------
-// Child processes
+// The compiled gateway (child processes: test/support/process.ts)
 // ---------------------------------------------------------------------------------------------
-
-export interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-export interface RunningProcess {
-  readonly child: ChildProcess;
-  readonly pid: number;
-  /** stdout split in lines, as they arrive. */
-  readonly lines: string[];
-  stdout(): string;
-  stderr(): string;
-  readonly exited: Promise<Exit>;
-  /** After the exit and the end of stdout and stderr (every line read). */
-  readonly closed: Promise<void>;
-  hasExited(): boolean;
-  /** The first stdout line (from index `from`) that is JSON and satisfies `match`. */
-  waitForLog(match: (line: LogLine) => boolean, options?: { from?: number; timeoutMs?: number }): Promise<LogLine>;
-  /** Resolves with the exit, or rejects when the process still runs after `timeoutMs`. */
-  exitWithin(timeoutMs: number): Promise<Exit>;
-  /** SIGKILL unless it has exited, then waits for the exit. */
-  kill(): Promise<void>;
-}
-
-export type LogLine = Record<string, unknown>;
-
-export function parseLogLine(line: string): LogLine | undefined {
-  try {
-    const value: unknown = JSON.parse(line);
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as LogLine) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Every process a test started, so that `killAll` in an after hook leaves none behind. */
-const started = new Set<RunningProcess>();
-
-export interface StartOptions {
-  env?: Record<string, string | undefined>;
-  cwd?: string;
-}
-
-/** `command args...` with stdin closed and stdout and stderr collected. */
-export function startProcess(command: string, args: readonly string[], options: StartOptions = {}): RunningProcess {
-  const child = spawn(command, [...args], {
-    cwd: options.cwd ?? REPO,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, GATEWAY_CONFIG: '', ...options.env },
-  });
-  const lines: string[] = [];
-  let out = '';
-  let pending = '';
-  let err = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    const text = chunk.toString('utf8');
-    out += text;
-    pending += text;
-    const parts = pending.split('\n');
-    pending = parts.pop() ?? '';
-    lines.push(...parts.filter(Boolean));
-  });
-  child.stderr!.on('data', (chunk: Buffer) => {
-    err += chunk.toString('utf8');
-  });
-  let done = false;
-  const exited = new Promise<Exit>((resolve) => {
-    child.once('exit', (code, signal) => {
-      done = true;
-      resolve({ code, signal });
-    });
-  });
-  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  const describe = () => `stdout:\n${out.slice(-6000)}\nstderr:\n${err.slice(-3000)}`;
-  const running: RunningProcess = {
-    child,
-    pid: child.pid ?? -1,
-    lines,
-    stdout: () => out,
-    stderr: () => err,
-    exited,
-    closed,
-    hasExited: () => done,
-    waitForLog: async (match, { from = 0, timeoutMs = 15_000 } = {}) => {
-      const deadline = Date.now() + timeoutMs;
-      let index = from;
-      for (;;) {
-        for (; index < lines.length; index += 1) {
-          const parsed = parseLogLine(lines[index] ?? '');
-          if (parsed && match(parsed)) return parsed;
-        }
-        if (done) {
-          await sleep(50); // the last lines may still be in the pipe
-          if (index >= lines.length) throw new Error(`the process exited before the awaited log line; ${describe()}`);
-          continue;
-        }
-        if (Date.now() > deadline) throw new Error(`no matching log line within ${timeoutMs} ms; ${describe()}`);
-        await sleep(20);
-      }
-    },
-    exitWithin: async (timeoutMs) => {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new Error(`still running after ${timeoutMs} ms; ${describe()}`)), timeoutMs);
-      });
-      try {
-        return await Promise.race([exited, timeout]);
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-    kill: async () => {
-      if (!done) child.kill('SIGKILL');
-      await exited;
-    },
-  };
-  started.add(running);
-  void exited.then(() => started.delete(running));
-  return running;
-}
-
-/** SIGKILLs every process started here that still runs (after hooks). */
-export async function killAll(): Promise<void> {
-  await Promise.all([...started].map((running) => running.kill()));
-}
-
-/** Runs to the end; a process still running after `timeoutMs` is killed and fails the test. */
-export async function runToExit(
-  command: string,
-  args: readonly string[],
-  options: StartOptions & { timeoutMs?: number } = {},
-): Promise<Exit & { stdout: string; stderr: string }> {
-  const running = startProcess(command, args, options);
-  try {
-    const exit = await running.exitWithin(options.timeoutMs ?? 20_000);
-    // 'exit' can come before the pipes are drained; 'close' comes after both.
-    await Promise.race([running.closed, sleep(2000)]);
-    return { ...exit, stdout: running.stdout(), stderr: running.stderr() };
-  } finally {
-    await running.kill();
-  }
-}
 
 /** The compiled gateway CLI with `args`, to its exit. */
 export async function gatewayCli(
@@ -299,7 +50,7 @@ export interface GatewayProcess extends RunningProcess {
 /** `node dist/src/main.js --config FILE`, resolved once it logs `gateway listening`. */
 export async function startGateway(configFile: string, options: StartOptions = {}): Promise<GatewayProcess> {
   const { mainJs } = await builtEntryPoints();
-  const running = startProcess(process.execPath, [mainJs, '--config', configFile], options);
+  const running = spawnEntry(mainJs, configFile, options);
   try {
     const listening = await running.waitForLog((line) => line['msg'] === 'gateway listening', { timeoutMs: 20_000 });
     return Object.assign(running, {
@@ -312,13 +63,6 @@ export async function startGateway(configFile: string, options: StartOptions = {
     await running.kill();
     throw error;
   }
-}
-
-/** Sends `signal` and waits for the first matching log line after it. */
-export async function signalAndWait(running: RunningProcess, signal: NodeJS.Signals, match: (line: LogLine) => boolean, timeoutMs = 15_000): Promise<LogLine> {
-  const from = running.lines.length;
-  running.child.kill(signal);
-  return running.waitForLog(match, { from, timeoutMs });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -434,4 +178,5 @@ export async function scrape(adminUrl: string): Promise<string> {
   return answer.body;
 }
 
-export { call, metricSum, type HttpAnswer } from '../hostile/support.js';
+export { call, type HttpAnswer } from '../hostile/support.js';
+export { metricSum } from '../support/metrics.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { createTestGateway, testCertificatePem, type TestGateway } from '../support/gateway-fixture.js';
 import { mintToken } from '../support/card-fixture.js';
-import { parseRawResponse, rawExchange } from '../transport/real-clients.js';
+import { parseHttpAnswer, rawExchange } from '../transport/real-clients.js';
 
 /** Cases bad-input.property.test.ts found, pinned as examples. */
 
@@ -51,20 +51,10 @@ describe('regressions found by the bad-input properties', () => {
   });
 
   it('regression: a malformed URL from outside the allowlist is refused with 403 first, and over plain HTTP with 403 "HTTPS is required"', async () => {
-    const https = new URL(running.httpsUrl);
     const ca = await testCertificatePem();
-    const { connect } = await import('node:tls');
-    const overTls = await new Promise<string>((resolve, reject) => {
-      const socket = connect({ host: https.hostname, port: Number(https.port), ca, servername: 'localhost' }, () =>
-        socket.write('GET /%zz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'),
-      );
-      const chunks: Buffer[] = [];
-      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-      socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      socket.on('error', reject);
-    });
-    const fromOutside = parseRawResponse(overTls);
-    expect(fromOutside.status).toBe(403);
+    const overTls = await rawExchange(running.httpsUrl, 'GET /%zz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', { tls: { ca } });
+    const fromOutside = parseHttpAnswer(overTls.received);
+    expect(fromOutside.statusCode).toBe(403);
     expectEnvelope(
       403,
       fromOutside.headers,
@@ -74,10 +64,9 @@ describe('regressions found by the bad-input properties', () => {
 
     // The same gateway reloaded with 127.0.0.0/8 allowed: now plain HTTP is the reason.
     direct.gateway.reload({ ...direct.config, allowlist: gw.config.allowlist });
-    const plain = new URL(running.plainUrl!);
-    const { received } = await rawExchange(plain.hostname, Number(plain.port), 'GET /%zz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
-    const overPlain = parseRawResponse(received.toString('utf8'));
-    expect(overPlain.status).toBe(403);
+    const { received } = await rawExchange(running.plainUrl!, 'GET /%zz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    const overPlain = parseHttpAnswer(received);
+    expect(overPlain.statusCode).toBe(403);
     expectEnvelope(403, overPlain.headers, overPlain.body.slice(overPlain.body.indexOf('{'), overPlain.body.lastIndexOf('}') + 1), 'HTTPS is required');
   });
 

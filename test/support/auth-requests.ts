@@ -1,7 +1,9 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { GatewayDependencies } from '../../src/app.js';
+import { expectEnvelopeBasics, UUID } from './envelope.js';
 import type { TestGateway } from './gateway-fixture.js';
+import { metricSum } from './metrics.js';
 
 /** Requests and assertions shared by the authentication suites (test/auth). */
 
@@ -64,12 +66,9 @@ export function expectEnvelope(
   message: string,
   details: Record<string, unknown> = {},
 ): Record<string, unknown> {
-  expect({ status: response.statusCode, body: response.body }).toMatchObject({ status });
-  const body = response.json<Record<string, unknown>>();
-  const correlationId = response.headers['x-correlation-id'];
-  expect(typeof correlationId).toBe('string');
-  expect(body).toMatchObject({ correlationId, status, message, details });
-  expect(body['correlationId']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  const body = expectEnvelopeBasics(response, status, message) as unknown as Record<string, unknown>;
+  expect(body).toMatchObject({ details });
+  expect(body['correlationId']).toMatch(UUID);
   expect(new Date(String(body['timestamp'])).toISOString()).toBe(body['timestamp']);
   return body;
 }
@@ -118,15 +117,7 @@ export const RELAXED_LIMITS = { login: { points: 1000, windowSeconds: 60 }, refr
 export async function metricValue(gw: TestGateway, name: string, labels: Record<string, string> = {}): Promise<number> {
   const response = await gw.gateway.admin.inject({ method: 'GET', url: '/metrics' });
   expect(response.statusCode).toBe(200);
-  let total = 0;
-  for (const line of response.body.split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const seen = new Map<string, string>();
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) seen.set(pair[1] ?? '', pair[2] ?? '');
-    if (Object.entries(labels).every(([key, value]) => seen.get(key) === value)) total += Number(match[3]);
-  }
-  return total;
+  return metricSum(response.body, name, labels) ?? 0;
 }
 
 /** Polls `probe` until it returns true or `timeoutMs` passes; never a fixed sleep for state. */

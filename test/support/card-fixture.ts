@@ -6,6 +6,7 @@ import type { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector, type SandboxMode, type SandboxStats } from '../../src/connector/sandbox/sandbox-connector.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
 import { RELAXED_LIMITS } from './auth-requests.js';
+import { expectEnvelopeBasics } from './envelope.js';
 import { createTestGateway, login, type RawConfig, type TestGateway } from './gateway-fixture.js';
 
 /**
@@ -77,12 +78,7 @@ export function expectCard(response: LightMyRequestResponse): CardAnswer {
 
 /** Asserts the D20 envelope with this status and message, and returns it. */
 export function expectError(response: LightMyRequestResponse, status: number, message: string): ErrorAnswer {
-  expect(response.statusCode, response.body).toBe(status);
-  const body = response.json<ErrorAnswer>();
-  expect(body.status).toBe(status);
-  expect(body.message).toBe(message);
-  expect(body.correlationId).toBe(response.headers['x-correlation-id']);
-  return body;
+  return expectEnvelopeBasics(response, status, message);
 }
 
 /** 400 "Request validation failed" whose `details.fields` name `path` with `message` (exact or pattern). */

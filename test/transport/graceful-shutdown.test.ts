@@ -4,7 +4,8 @@ import { Agent, request as httpsRequest } from 'node:https';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { createTestGateway, PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig, type TestGateway } from '../support/gateway-fixture.js';
-import { compileEntryPoint, freePort, spawnGateway, type CompiledEntryPoint, type SpawnedGateway } from './compiled-gateway.js';
+import { freePort } from '../support/ports.js';
+import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import { realRequest, waitFor } from './real-clients.js';
 
 /** D22: shutdown stops accepting, lets in-flight requests finish, then closes; SIGTERM does it. */
@@ -115,15 +116,14 @@ describe('graceful shutdown of the listeners', () => {
 });
 
 describe('SIGTERM to the real process', () => {
-  let entry: CompiledEntryPoint;
-  let gateway: SpawnedGateway | undefined;
+  let entry: BuiltEntryPoints;
+  let gateway: RunningProcess | undefined;
 
   beforeAll(async () => {
-    entry = await compileEntryPoint();
+    entry = await builtEntryPoints();
   }, 120_000);
   afterAll(() => {
     gateway?.kill();
-    entry?.remove();
   });
 
   it('drains, logs "stopped" and exits 0', async () => {
@@ -134,7 +134,7 @@ describe('SIGTERM to the real process', () => {
         trustedProxies: [],
       }),
     );
-    gateway = spawnGateway(entry.mainJs, written.file);
+    gateway = spawnEntry(entry.mainJs, written.file);
     const listening = await gateway.waitForLog((line) => line['msg'] === 'gateway listening');
     expect(listening).toMatchObject({
       environment: 'sandbox',
@@ -155,7 +155,7 @@ describe('SIGTERM to the real process', () => {
     const { code, signal } = await gateway.exited;
     expect(signal).toBeNull();
     expect(code).toBe(0);
-    const messages = gateway.stdout.map((line) => (JSON.parse(line) as { msg?: string }).msg);
+    const messages = gateway.lines.map((line) => (JSON.parse(line) as { msg?: string }).msg);
     expect(messages).toContain('draining in-flight requests');
     expect(messages.at(-1)).toBe('stopped');
     expect(await connectOutcome(`https://127.0.0.1:${https}/.well-known/jwks.json`, ca)).toBe('ECONNREFUSED');

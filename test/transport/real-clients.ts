@@ -1,6 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 
 /** Real-socket clients for the transport, observability and entry-point tests. */
 
@@ -39,15 +40,32 @@ export function realRequest(url: string, options: RealRequestOptions = {}): Prom
   });
 }
 
+export interface RawExchangeOptions {
+  /** Over TLS (SNI `localhost`) trusting `ca`, with any other client options; plain TCP when absent. */
+  tls?: { ca: string } & Partial<ConnectionOptions>;
+  timeoutMs?: number;
+}
+
+export interface RawAnswer {
+  received: Buffer;
+  closedByServer: boolean;
+}
+
 /**
- * Writes raw bytes to host:port and collects everything the server sends until it closes
- * the socket (or `timeoutMs` passes, which is reported as `closedByServer: false`).
+ * Opens a TCP (or, with `tls`, a TLS) connection to `url`'s host and port, writes `bytes` as they
+ * are, and collects every byte until the server closes (a reset counts as a close) or
+ * `timeoutMs` passes, which is reported as `closedByServer: false`.
  */
-export function rawExchange(host: string, port: number, bytes: string | Buffer, timeoutMs = 5000): Promise<{ received: Buffer; closedByServer: boolean }> {
+export function rawExchange(url: string, bytes: string | Buffer, options: RawExchangeOptions = {}): Promise<RawAnswer> {
+  const target = new URL(url);
+  const host = target.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(target.port);
   return new Promise((resolve, reject) => {
-    const socket = connect({ host, port });
     const chunks: Buffer[] = [];
     let settled = false;
+    const socket = options.tls
+      ? tlsConnect({ host, port, servername: 'localhost', ...options.tls }, () => socket.write(bytes))
+      : connect({ host, port }, () => socket.write(bytes));
     const finish = (closedByServer: boolean) => {
       if (settled) return;
       settled = true;
@@ -55,8 +73,7 @@ export function rawExchange(host: string, port: number, bytes: string | Buffer, 
       socket.destroy();
       resolve({ received: Buffer.concat(chunks), closedByServer });
     };
-    const timer = setTimeout(() => finish(false), timeoutMs);
-    socket.on('connect', () => socket.write(bytes));
+    const timer = setTimeout(() => finish(false), options.timeoutMs ?? 5000);
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('end', () => finish(true));
     socket.on('close', () => finish(true));
@@ -65,23 +82,54 @@ export function rawExchange(host: string, port: number, bytes: string | Buffer, 
       else if (!settled) {
         settled = true;
         clearTimeout(timer);
+        socket.destroy();
         reject(error);
       }
     });
   });
 }
 
-/** Splits a raw HTTP/1.1 response into status, lower-cased headers and body. */
-export function parseRawResponse(raw: string): { status: number; headers: Record<string, string>; body: string } {
-  const split = raw.indexOf('\r\n\r\n');
-  const head = split === -1 ? raw : raw.slice(0, split);
+/** One raw HTTP/1.x answer, as `parseHttpAnswer` reads it. */
+export interface ParsedHttpAnswer {
+  statusLine: string;
+  rawHead: string;
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** One raw HTTP/1.x answer: status, lower-cased headers (repeated ones joined by ", "), de-chunked body. */
+export function parseHttpAnswer(raw: Buffer): ParsedHttpAnswer {
+  const text = raw.toString('latin1');
+  const split = text.indexOf('\r\n\r\n');
+  const head = split === -1 ? text : text.slice(0, split);
   const [statusLine = '', ...headerLines] = head.split('\r\n');
   const headers: Record<string, string> = {};
   for (const line of headerLines) {
     const colon = line.indexOf(':');
-    if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
   }
-  return { status: Number(statusLine.split(' ')[1]), headers, body: split === -1 ? '' : raw.slice(split + 4) };
+  let bodyBytes = split === -1 ? Buffer.alloc(0) : raw.subarray(Buffer.byteLength(text.slice(0, split + 4), 'latin1'));
+  if (/chunked/i.test(headers['transfer-encoding'] ?? '')) bodyBytes = dechunk(bodyBytes);
+  else if (headers['content-length'] !== undefined) bodyBytes = bodyBytes.subarray(0, Number(headers['content-length']));
+  return { statusLine, rawHead: head, statusCode: Number(statusLine.split(' ')[1]), headers, body: bodyBytes.toString('utf8') };
+}
+
+function dechunk(bytes: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let offset = 0;
+  for (;;) {
+    const lineEnd = bytes.indexOf('\r\n', offset, 'latin1');
+    if (lineEnd === -1) break;
+    const size = Number.parseInt(bytes.subarray(offset, lineEnd).toString('latin1'), 16);
+    if (!Number.isFinite(size) || size === 0) break;
+    parts.push(bytes.subarray(lineEnd + 2, lineEnd + 2 + size));
+    offset = lineEnd + 2 + size + 2;
+  }
+  return Buffer.concat(parts);
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */

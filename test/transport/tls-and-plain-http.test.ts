@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { createTestGateway, PASSWORD, testCertificatePem, type RawConfig, type TestGateway } from '../support/gateway-fixture.js';
-import { parseRawResponse, rawExchange, realRequest, type RealResponse } from './real-clients.js';
+import { parseHttpAnswer, rawExchange, realRequest, type RealResponse } from './real-clients.js';
 
 /**
  * D9 and D10 over real sockets: TLS works, plain HTTP is refused without reading the body,
@@ -45,7 +45,6 @@ describe('TLS and plain HTTP on real listeners', () => {
 
   const https = (s: Started, path: string, options: Parameters<typeof realRequest>[1] = {}) => realRequest(`${s.running.httpsUrl}${path}`, { ca, ...options });
   const plain = (s: Started, path: string, options: Parameters<typeof realRequest>[1] = {}) => realRequest(`${s.running.plainUrl}${path}`, options);
-  const portOf = (url: string) => Number(new URL(url).port);
   /** Refusals are audited in per-minute summaries (D25): write them now and return the newest. */
   const lastDenial = (s: Started) => {
     s.gw.gateway.flushAudit();
@@ -89,10 +88,10 @@ describe('TLS and plain HTTP on real listeners', () => {
     expect(withBody.headers['connection']).toBe('close');
     // A body announced as 1 MB but never sent: the answer comes anyway, so it was not awaited.
     const head = `POST /api/v1/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{"username":`;
-    const { received, closedByServer } = await rawExchange('127.0.0.1', portOf(s.running.plainUrl!), head);
+    const { received, closedByServer } = await rawExchange(s.running.plainUrl!, head);
     expect(closedByServer).toBe(true);
-    const raw = parseRawResponse(received.toString('utf8'));
-    expect(raw.status).toBe(403);
+    const raw = parseHttpAnswer(received);
+    expect(raw.statusCode).toBe(403);
     expect(raw.headers['connection']).toBe('close');
     expect(JSON.parse(raw.body)).toMatchObject({ status: 403, message: 'HTTPS is required' });
     // Nothing reached the login route.
@@ -101,7 +100,7 @@ describe('TLS and plain HTTP on real listeners', () => {
 
   it('gives plain HTTP bytes on the TLS port no HTTP answer and closes the socket', async () => {
     const s = await start();
-    const { received, closedByServer } = await rawExchange('127.0.0.1', portOf(s.running.httpsUrl), `GET ${JWKS} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+    const { received, closedByServer } = await rawExchange(s.running.httpsUrl, `GET ${JWKS} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
     expect(closedByServer).toBe(true);
     expect(received.toString('latin1')).not.toMatch(/HTTP\/1\.[01] \d{3}/);
   });

@@ -1,0 +1,292 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+/**
+ * The real entry points as child processes, for every process-level test (operations,
+ * transport, hostile, config, least-privilege, faults): one cached build of src/ per source
+ * digest, and one way to spawn a process, collect its output and wait for its log lines.
+ */
+
+export const REPO = join(import.meta.dirname, '..', '..');
+
+export interface BuiltEntryPoints {
+  /** The compiled output folder (its `src/` mirrors the repository's). */
+  readonly dir: string;
+  readonly mainJs: string;
+  readonly connectorJs: string;
+  readonly hashPasswordJs: string;
+}
+
+/** Every file under `folder`, sorted, relative to the repository. */
+function filesUnder(folder: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) found.push(...filesUnder(path));
+    else if (entry.isFile()) found.push(path);
+  }
+  return found.sort();
+}
+
+/** A digest of what the compiled output depends on: a change of the sources is a new build. */
+function sourceDigest(): string {
+  const hash = createHash('sha256');
+  for (const file of [...filesUnder(join(REPO, 'src')), join(REPO, 'tsconfig.json')]) {
+    hash.update(relative(REPO, file)).update('\0').update(readFileSync(file)).update('\0');
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function compileInto(outDir: string): Promise<string> {
+  const tsc = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
+  return new Promise((resolve) => {
+    // Type errors elsewhere in src/ still emit JavaScript; a missing entry point fails below.
+    execFile(
+      process.execPath,
+      [tsc, '-p', 'src/tsconfig.json', '--outDir', outDir, '--sourceMap', 'false'],
+      { cwd: REPO, timeout: 170_000 },
+      (_error, stdout, stderr) => resolve(`${stdout}${stderr}`),
+    );
+  });
+}
+
+let built: Promise<BuiltEntryPoints> | undefined;
+
+/**
+ * The entry points compiled once for all the test files of a run: into
+ * `dist/ops-build-<digest of src/>`, made by whichever file gets there first (a lock folder;
+ * the others wait for it), never shared with a build of other sources. Builds of other sources
+ * older than an hour are removed.
+ */
+export function builtEntryPoints(): Promise<BuiltEntryPoints> {
+  built ??= (async () => {
+    const dist = join(REPO, 'dist');
+    mkdirSync(dist, { recursive: true });
+    const name = `ops-build-${sourceDigest()}`;
+    const dir = join(dist, name);
+    const complete = join(dir, '.complete');
+    const lock = `${dir}.lock`;
+    const result: BuiltEntryPoints = {
+      dir,
+      mainJs: join(dir, 'src', 'main.js'),
+      connectorJs: join(dir, 'src', 'connector', 'sandbox', 'main.js'),
+      hashPasswordJs: join(dir, 'src', 'auth', 'hash-password-cli.js'),
+    };
+    const deadline = Date.now() + 170_000;
+    while (!existsSync(complete)) {
+      let mine = false;
+      try {
+        mkdirSync(lock);
+        mine = true;
+      } catch {
+        // Another test file is compiling; a lock older than 2 minutes is left from a killed run.
+        try {
+          if (Date.now() - statSync(lock).mtimeMs > 120_000) rmSync(lock, { recursive: true, force: true });
+        } catch {
+          // gone meanwhile
+        }
+      }
+      if (mine) {
+        try {
+          if (!existsSync(complete)) {
+            const temporary = `${dir}.tmp-${process.pid}`;
+            rmSync(temporary, { recursive: true, force: true });
+            const output = await compileInto(temporary);
+            if (!existsSync(join(temporary, 'src', 'main.js'))) throw new Error(`tsc did not emit src/main.js:\n${output}`);
+            writeFileSync(join(temporary, '.complete'), new Date().toISOString());
+            if (existsSync(complete)) {
+              // Another file finished the same build meanwhile (after taking a stale lock): use it.
+              rmSync(temporary, { recursive: true, force: true });
+            } else {
+              rmSync(dir, { recursive: true, force: true }); // a partial build of a killed run
+              renameSync(temporary, dir);
+            }
+          }
+        } finally {
+          rmSync(lock, { recursive: true, force: true });
+        }
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`no build appeared in ${dir} within 170 s`);
+      await sleep(250);
+    }
+    for (const entry of readdirSync(dist)) {
+      if (!entry.startsWith('ops-build-') || entry === name || entry.endsWith('.lock')) continue;
+      const path = join(dist, entry);
+      try {
+        if (Date.now() - statSync(path).mtimeMs > 3_600_000) rmSync(path, { recursive: true, force: true });
+      } catch {
+        // removed by another run
+      }
+    }
+    return result;
+  })();
+  return built;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+// ---------------------------------------------------------------------------------------------
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface RunningProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** stdout split in lines, as they arrive. */
+  readonly lines: string[];
+  stdout(): string;
+  stderr(): string;
+  readonly exited: Promise<Exit>;
+  /** After the exit and the end of stdout and stderr (every line read). */
+  readonly closed: Promise<void>;
+  hasExited(): boolean;
+  /** The first stdout line (from index `from`) that is JSON and satisfies `match`. */
+  waitForLog(match: (line: LogLine) => boolean, options?: { from?: number; timeoutMs?: number }): Promise<LogLine>;
+  /** Resolves with the exit, or rejects when the process still runs after `timeoutMs`. */
+  exitWithin(timeoutMs: number): Promise<Exit>;
+  /** SIGKILL unless it has exited, then waits for the exit. */
+  kill(): Promise<void>;
+}
+
+export type LogLine = Record<string, unknown>;
+
+export function parseLogLine(line: string): LogLine | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as LogLine) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every process a test started, so that `killAll` in an after hook leaves none behind. */
+const started = new Set<RunningProcess>();
+
+export interface StartOptions {
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  /** Called with the stdout pipe instead of the line collector (broken-pipe tests): no lines, no stdout text. */
+  onStdout?: (stdout: NonNullable<ChildProcess['stdout']>) => void;
+}
+
+/** `command args...` with stdin closed and stdout and stderr collected. */
+export function startProcess(command: string, args: readonly string[], options: StartOptions = {}): RunningProcess {
+  const child = spawn(command, [...args], {
+    cwd: options.cwd ?? REPO,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, GATEWAY_CONFIG: '', ...options.env },
+  });
+  const lines: string[] = [];
+  let out = '';
+  let pending = '';
+  let err = '';
+  if (options.onStdout) options.onStdout(child.stdout!);
+  else
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      out += text;
+      pending += text;
+      const parts = pending.split('\n');
+      pending = parts.pop() ?? '';
+      lines.push(...parts.filter(Boolean));
+    });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    err += chunk.toString('utf8');
+  });
+  let done = false;
+  const exited = new Promise<Exit>((resolve) => {
+    child.once('exit', (code, signal) => {
+      done = true;
+      resolve({ code, signal });
+    });
+  });
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const describe = () => `stdout:\n${out.slice(-6000)}\nstderr:\n${err.slice(-3000)}`;
+  const running: RunningProcess = {
+    child,
+    pid: child.pid ?? -1,
+    lines,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    closed,
+    hasExited: () => done,
+    waitForLog: async (match, { from = 0, timeoutMs = 15_000 } = {}) => {
+      const deadline = Date.now() + timeoutMs;
+      let index = from;
+      for (;;) {
+        for (; index < lines.length; index += 1) {
+          const parsed = parseLogLine(lines[index] ?? '');
+          if (parsed && match(parsed)) return parsed;
+        }
+        if (done) {
+          await sleep(50); // the last lines may still be in the pipe
+          if (index >= lines.length) throw new Error(`the process exited before the awaited log line; ${describe()}`);
+          continue;
+        }
+        if (Date.now() > deadline) throw new Error(`no matching log line within ${timeoutMs} ms; ${describe()}`);
+        await sleep(20);
+      }
+    },
+    exitWithin: async (timeoutMs) => {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new Error(`still running after ${timeoutMs} ms; ${describe()}`)), timeoutMs);
+      });
+      try {
+        return await Promise.race([exited, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    kill: async () => {
+      if (!done) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+  started.add(running);
+  void exited.then(() => started.delete(running));
+  return running;
+}
+
+/** SIGKILLs every process started here that still runs (after hooks). */
+export async function killAll(): Promise<void> {
+  await Promise.all([...started].map((running) => running.kill()));
+}
+
+/** Runs to the end; a process still running after `timeoutMs` is killed and fails the test. */
+export async function runToExit(
+  command: string,
+  args: readonly string[],
+  options: StartOptions & { timeoutMs?: number } = {},
+): Promise<Exit & { stdout: string; stderr: string }> {
+  const running = startProcess(command, args, options);
+  try {
+    const exit = await running.exitWithin(options.timeoutMs ?? 20_000);
+    // 'exit' can come before the pipes are drained; 'close' comes after both.
+    await Promise.race([running.closed, sleep(2000)]);
+    return { ...exit, stdout: running.stdout(), stderr: running.stderr() };
+  } finally {
+    await running.kill();
+  }
+}
+
+/** `node <mainJs> --config <configFile>` (a compiled gateway entry point), not waited for. */
+export function spawnEntry(mainJs: string, configFile: string, options: StartOptions = {}): RunningProcess {
+  return startProcess(process.execPath, [mainJs, '--config', configFile], options);
+}
+
+/** Sends `signal` and waits for the first matching log line after it. */
+export async function signalAndWait(running: RunningProcess, signal: NodeJS.Signals, match: (line: LogLine) => boolean, timeoutMs = 15_000): Promise<LogLine> {
+  const from = running.lines.length;
+  running.child.kill(signal);
+  return running.waitForLog(match, { from, timeoutMs });
+}
