@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { IdempotencyStore, StoredCard } from '../../src/store/store-types.js';
@@ -15,7 +15,7 @@ import { HOUR, MINUTE, SECOND, T0 } from '../support/auth-requests.js';
  * Dead means dead by the rules the store itself applies: a refresh family or idempotency record
  * past its expiry, a pending claim past its lease, a failure count left alone for a lockout
  * period (recordFailure starts it over) and not locked. The store sweeps every minute by
- * itself, by the injected clock; the test moves the clock and runs that sweep directly.
+ * itself, by the injected clock; the test moves the clock and lets the store's minute timer fire.
  */
 
 const FLOOD = 200;
@@ -45,15 +45,18 @@ const sizes = (store: MemoryStore) => store.size();
 
 describe('memory store size is bounded by live data', () => {
   it('sweeps dead lockout counts, abandoned claims, expired sessions and idempotency records, and keeps live ones', async () => {
+    // Only the store's own minute timer is faked: the test runs the sweep the store schedules
+    // itself, rather than calling sweep() by hand.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const clock = new ManualClock(T0);
     const store = new MemoryStore(() => clock.now());
     const now = () => clock.now();
     // Through the store contract, as the gateway calls it.
     const idempotency: IdempotencyStore = store.idempotency;
 
-    /** The minute's sweep, at the clock's now. */
+    /** A minute passes: the store's own sweep runs, at the injected clock's now. */
     const letItSweep = async () => {
-      store.sweep();
+      vi.advanceTimersByTime(60_000);
     };
 
     try {
@@ -115,6 +118,7 @@ describe('memory store size is bounded by live data', () => {
       ).toBe('rotated');
     } finally {
       await store.close();
+      vi.useRealTimers();
     }
   });
 });
