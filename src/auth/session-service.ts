@@ -1,3 +1,4 @@
+import { setTimeout as pause } from 'node:timers/promises';
 import { toEpochSeconds, type Clock } from '../foundation/clock.js';
 import type { LiveSettings } from '../config/live-settings.js';
 import type { GatewayConfig } from '../config/load-config.js';
@@ -49,8 +50,13 @@ export class SessionService {
       hashGate: PasswordHashGate;
       /** A real scrypt hash that unknown usernames are checked against, so they cost what a wrong password costs. */
       dummyHash: ParsedHash;
+      /** How a refusal made without hashing waits out a hash's time (a timer: no CPU). */
+      pause?: (ms: number) => Promise<void>;
     },
   ) {}
+
+  /** A recent password check's duration (moving average), in ms: what a refusal without one waits. */
+  #typicalHashMs = 0;
 
   /**
    * D27: the lockout and the credential's address ranges are checked before any password
@@ -78,7 +84,14 @@ export class SessionService {
       if (lockedNow > 0) outcomes.record({ name: 'login.lockout_started', credential: credential?.id }, input);
       return errors.authenticationFailed();
     };
-    if (credential && !admitsAddress(credential, input.clientAddress)) throw await failed('address');
+    if (credential && !admitsAddress(credential, input.clientAddress)) {
+      // Refused before hashing (D27), yet answered no sooner than a hash would be: a fast 401
+      // would tell a client outside the ranges that this username exists (an unknown one pays
+      // for the dummy hash).
+      const error = await failed('address');
+      await (this.deps.pause ?? pause)(this.#typicalHashMs);
+      throw error;
+    }
 
     const release = this.deps.hashGate.tryAcquire(addressBucket(input.clientAddress));
     if (!release) {
@@ -86,11 +99,14 @@ export class SessionService {
       throw errors.serverBusy();
     }
     let passwordMatches: boolean;
+    const started = performance.now();
     try {
       passwordMatches = await verifyPassword(input.password, credential?.passwordHash ?? this.deps.dummyHash);
     } finally {
       release();
     }
+    const took = performance.now() - started;
+    this.#typicalHashMs = this.#typicalHashMs === 0 ? took : 0.8 * this.#typicalHashMs + 0.2 * took;
     if (!credential) throw await failed('unknown_username');
     if (!passwordMatches) throw await failed('wrong_password');
     if (!credential.active) throw await failed('inactive');

@@ -41,6 +41,8 @@ interface Harness {
   store: MemoryStore;
   clock: ManualClock;
   outcomes: () => Outcome[];
+  /** What refusals made without hashing waited, in ms. */
+  pauses: number[];
 }
 
 let harness: Harness;
@@ -50,7 +52,11 @@ beforeEach(async () => {
   const store = new MemoryStore(() => clock.now());
   const outcomes = new OutcomeRecorder(new GatewayMetrics({ defaultMetrics: false }), new MemoryAuditSink(clock));
   const record = vi.spyOn(outcomes, 'record');
+  const pauses: number[] = [];
   const sessions = new SessionService({
+    pause: async (ms) => {
+      pauses.push(ms);
+    },
     store,
     clock,
     tokens: await TokenService.create(config.tokens, clock),
@@ -64,6 +70,7 @@ beforeEach(async () => {
     sessions,
     store,
     clock,
+    pauses,
     outcomes: () => record.mock.calls.map(([outcome]) => outcome),
   };
 });
@@ -121,6 +128,18 @@ describe('login', () => {
 
     expect(harness.store.size().families).toBe(0);
     expect(harness.outcomes()).toEqual([{ name: 'login.failed', credential: 'cred-full', reason: 'wrong_password' }]);
+  });
+
+  it('refuses a correct password from outside the ranges without hashing, but only after a hash’s time', async () => {
+    await expectRefused(login('full', 'not the password'), 'authentication_failed');
+    expect(harness.pauses).toEqual([]);
+
+    const outside = await refusal(login('ranged', PASSWORD));
+    expect(outside.code).toBe('authentication_failed');
+    // One wait, as long as the hash the wrong password cost (the unknown username would cost it too).
+    expect(harness.pauses).toHaveLength(1);
+    expect(harness.pauses[0]).toBeGreaterThan(0);
+    expect(harness.outcomes()).toContainEqual({ name: 'login.failed', credential: 'cred-ranged', reason: 'address' });
   });
 
   it('refuses an unknown username with the very same error a wrong password gets', async () => {
