@@ -1,21 +1,9 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { testCertificatePem } from '../support/gateway-fixture.js';
-import {
-  adminGet,
-  call,
-  CARDS_PATH,
-  expectCodedError,
-  INSIDER,
-  listenTestGateway,
-  loginOverTls,
-  metricSum,
-  type HttpAnswer,
-  type ListeningGateway,
-} from './support.js';
+import { adminGet, expectCodedError, INSIDER, listenCardGateway, metricSum, type CardClientGateway, type HttpAnswer } from './support.js';
 
 /**
  * Issue 8, connector pool (README "Hostile traffic", `connector.maxAnswerBytes`): the connector is
@@ -103,35 +91,21 @@ async function startTestConnector(): Promise<TestConnector> {
 }
 
 describe(`connector answers are capped at connector.maxAnswerBytes (${CAP} here)`, () => {
-  let ca: string;
   let connector: TestConnector;
-  let listening: ListeningGateway;
-  let token: string;
+  let listening: CardClientGateway;
 
   beforeAll(async () => {
-    ca = await testCertificatePem();
+    const ca = await testCertificatePem();
     connector = await startTestConnector();
-    listening = await listenTestGateway({
-      overrides: {
-        // One pooled connection: an upstream request left pinned would hold up the next card.
-        connector: { url: connector.url, timeoutMs: CONNECTOR_TIMEOUT_MS, connections: 1, maxAnswerBytes: CAP },
-        rateLimits: RELAXED_LIMITS,
-      },
-    });
-    token = await loginOverTls(listening.httpsUrl, ca);
+    // One pooled connection: an upstream request left pinned would hold up the next card.
+    listening = await listenCardGateway(ca, { url: connector.url, timeoutMs: CONNECTOR_TIMEOUT_MS, connections: 1, maxAnswerBytes: CAP });
   });
   afterAll(async () => {
     await listening?.close();
     await connector?.close();
   });
 
-  const createCard = (): Promise<HttpAnswer> =>
-    call(`${listening.httpsUrl}${CARDS_PATH}`, {
-      ca,
-      headers: { authorization: `Bearer ${token}` },
-      body: JSON.stringify({ requestId: randomUUID(), cardLimit: 10_000, currency: 'EUR' }),
-      timeoutMs: CONNECTOR_TIMEOUT_MS + 5000,
-    });
+  const createCard = (): Promise<HttpAnswer> => listening.createCard(CONNECTOR_TIMEOUT_MS + 5000);
   const invalidAnswers = async (): Promise<number> =>
     metricSum((await adminGet(listening.adminUrl, '/metrics')).body, 'gateway_connector_errors_total', { kind: 'invalid_answer' }) ?? 0;
 

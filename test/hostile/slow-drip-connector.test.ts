@@ -1,23 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { Agent } from 'node:https';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
-import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { setConnectorMode } from '../support/card-fixture.js';
-import { testCertificatePem } from '../support/gateway-fixture.js';
-import {
-  adminGet,
-  call,
-  CARDS_PATH,
-  eventually,
-  expectCodedError,
-  INSIDER,
-  listenTestGateway,
-  loginOverTls,
-  metricSum,
-  type HttpAnswer,
-  type ListeningGateway,
-} from './support.js';
+import { adminGet, eventually, expectCodedError, INSIDER, listenCardGateway, metricSum, perTestGateway, type HttpAnswer } from './support.js';
 
 /**
  * Issue 8, attack 4: the connector answers a byte a second to more concurrent card creations
@@ -53,39 +38,18 @@ async function poolMetrics(adminUrl: string): Promise<PoolMetrics> {
 }
 
 describe('slow-drip connector, then recovery', () => {
-  let ca: string;
   let connector: RunningSandboxConnector | undefined;
-  let listening: ListeningGateway | undefined;
-  let agent: Agent | undefined;
-
-  beforeAll(async () => {
-    ca = await testCertificatePem();
-  });
-  afterEach(async () => {
-    agent?.destroy();
-    agent = undefined;
-    await listening?.close();
-    listening = undefined;
+  const suite = perTestGateway(async () => {
     await connector?.close();
     connector = undefined;
   });
 
   it(`answers ${CONCURRENT} dripping creations 504 by the deadline, then the next card after recovery is 201`, async () => {
     connector = await startSandboxConnector({ host: INSIDER, port: 0, controls: true });
-    listening = await listenTestGateway({
-      overrides: { connector: { url: connector.url, timeoutMs: TIMEOUT_MS, connections: CONNECTIONS }, rateLimits: RELAXED_LIMITS },
-    });
-    const { httpsUrl, adminUrl } = listening;
-    const token = await loginOverTls(httpsUrl, ca);
-    agent = new Agent({ keepAlive: true, maxSockets: CONCURRENT + 2, ca });
-    const usedAgent = agent;
-    const createCard = (timeoutMs: number): Promise<HttpAnswer> =>
-      call(`${httpsUrl}${CARDS_PATH}`, {
-        agent: usedAgent,
-        headers: { authorization: `Bearer ${token}` },
-        body: JSON.stringify({ requestId: randomUUID(), cardLimit: 10_000, currency: 'EUR' }),
-        timeoutMs,
-      });
+    const gateway = (suite.listening = await listenCardGateway(suite.ca, { url: connector.url, timeoutMs: TIMEOUT_MS, connections: CONNECTIONS }));
+    const { adminUrl } = gateway;
+    const usedAgent = (suite.agent = new Agent({ keepAlive: true, maxSockets: CONCURRENT + 2, ca: suite.ca }));
+    const createCard = (timeoutMs: number): Promise<HttpAnswer> => gateway.createCard(timeoutMs, usedAgent);
 
     // Healthy first, and the TLS connections are open before the clock starts.
     const warm = await Promise.all(Array.from({ length: 4 }, () => createCard(5000)));

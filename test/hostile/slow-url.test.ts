@@ -1,7 +1,6 @@
 import { Agent } from 'node:https';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { testCertificatePem } from '../support/gateway-fixture.js';
-import { call, expectCodedError, listenTestGateway, type HttpAnswer, type ListeningGateway } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { call, expectCodedError, listenTestGateway, perTestGateway, type HttpAnswer } from './support.js';
 
 /**
  * Issue 8, attack 3 (D25): `GET /api/v1/issuing/cards?x=` + 'eyJ' x 5250 (a 16 KB URL, no
@@ -28,26 +27,13 @@ function median(values: number[]): number {
 }
 
 describe('slow URL (D25)', () => {
-  let ca: string;
-  let listening: ListeningGateway | undefined;
-  let agent: Agent | undefined;
-
-  beforeAll(async () => {
-    ca = await testCertificatePem();
-  });
-  afterEach(async () => {
-    agent?.destroy();
-    agent = undefined;
-    await listening?.close();
-    listening = undefined;
-  });
+  const suite = perTestGateway();
 
   async function start(): Promise<{ get: (url: string) => Promise<HttpAnswer> }> {
-    listening = await listenTestGateway();
+    const listening = (suite.listening = await listenTestGateway());
     // One kept-alive TLS connection: what is measured is the request, not the handshake.
-    agent = new Agent({ keepAlive: true, maxSockets: 1, ca });
+    const usedAgent = (suite.agent = new Agent({ keepAlive: true, maxSockets: 1, ca: suite.ca }));
     const base = listening.httpsUrl;
-    const usedAgent = agent;
     return { get: (url) => call(`${base}${url}`, { agent: usedAgent, timeoutMs: 10_000 }) };
   }
 

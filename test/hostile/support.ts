@@ -1,13 +1,15 @@
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { closeSync, openSync, readdirSync, writeSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest, type Agent } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
-import { expect } from 'vitest';
+import { afterEach, beforeAll, expect } from 'vitest';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
-import { createTestGateway, PASSWORD, type TestGateway, type TestGatewayOptions } from '../support/gateway-fixture.js';
+import { RELAXED_LIMITS } from '../support/auth-requests.js';
+import { createTestGateway, PASSWORD, testCertificatePem, type TestGateway, type TestGatewayOptions } from '../support/gateway-fixture.js';
 import { expectContractError, type Envelope } from '../support/envelope.js';
 import type { RunningProcess } from '../support/process.js';
 
@@ -197,6 +199,66 @@ export async function listenTestGateway(options: TestGatewayOptions = {}): Promi
         }
       })()),
   };
+}
+
+export interface CardClientGateway extends ListeningGateway {
+  /** An access token of `full`, logged in over TLS. */
+  token: string;
+  /** POSTs a fresh valid card (10 000 EUR) with the token: through `agent` when given, else on a fresh connection trusting `ca`. */
+  createCard(timeoutMs: number, agent?: Agent): Promise<HttpAnswer>;
+}
+
+/**
+ * A listening gateway (relaxed rate limits) forwarding to the `connector` section given, with a
+ * session of `full` already logged in over TLS, for the suites about the connector pool.
+ */
+export async function listenCardGateway(ca: string, connector: Record<string, unknown>): Promise<CardClientGateway> {
+  const listening = await listenTestGateway({ overrides: { connector, rateLimits: RELAXED_LIMITS } });
+  let token: string;
+  try {
+    token = await loginOverTls(listening.httpsUrl, ca);
+  } catch (error) {
+    await listening.close();
+    throw error;
+  }
+  return {
+    ...listening,
+    token,
+    createCard: (timeoutMs, agent) =>
+      call(`${listening.httpsUrl}${CARDS_PATH}`, {
+        ...(agent ? { agent } : { ca }),
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify({ requestId: randomUUID(), cardLimit: 10_000, currency: 'EUR' }),
+        timeoutMs,
+      }),
+  };
+}
+
+/** What a suite that starts its gateway inside each test holds: filled in by the test, released by perTestGateway. */
+export interface PerTestGateway {
+  /** The PEM of the test certificate, read once before the suite. */
+  ca: string;
+  listening: ListeningGateway | undefined;
+  agent: Agent | undefined;
+}
+
+/**
+ * Registers the hooks of such a suite: the test certificate read before all tests, and after
+ * each test the keep-alive agent destroyed, then the gateway closed, then `alsoAfterEach`.
+ */
+export function perTestGateway(alsoAfterEach?: () => Promise<void>): PerTestGateway {
+  const state: PerTestGateway = { ca: '', listening: undefined, agent: undefined };
+  beforeAll(async () => {
+    state.ca = await testCertificatePem();
+  });
+  afterEach(async () => {
+    state.agent?.destroy();
+    state.agent = undefined;
+    await state.listening?.close();
+    state.listening = undefined;
+    await alsoAfterEach?.();
+  });
+  return state;
 }
 
 // ---------------------------------------------------------------------------------------------

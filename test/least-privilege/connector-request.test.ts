@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { CARDS, connectorStats, createCard, expectCard, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
-import { expectContractError, expectContractFieldError } from './contract-helpers.js';
+import { cardFixtureForSuite, expectContractError, expectContractFieldError } from './contract-helpers.js';
 import { expectOnlyContractRequest } from './connector-request-contract.js';
 
 /**
@@ -46,22 +46,13 @@ const CLIENT_EXTRAS: Record<string, string> = {
 const encodeDots = (jwt: string, escape = '%2E') => jwt.replaceAll('.', escape);
 
 describe('nothing of the client URL or headers reaches the connector (D12, D30)', () => {
-  let f: CardFixture;
-  let token: string;
-
-  beforeAll(async () => {
-    f = await startCardFixture();
-    token = await f.token('full');
-  });
-  afterAll(async () => {
-    await f?.close();
-  });
+  const suite = cardFixtureForSuite();
 
   it('refuses a token query parameter whatever its case or percent-encoding, and a JWT with encoded dots, with 401 token_in_url before the connector', async () => {
-    const before = await connectorStats(f.connector);
+    const before = await connectorStats(suite.f.connector);
     const queries = [
-      `Access_Token=${encodeDots(token)}&x=1`,
-      `access%5Ftoken=${token}`,
+      `Access_Token=${encodeDots(suite.token)}&x=1`,
+      `access%5Ftoken=${suite.token}`,
       `access%5ftoken=abc`,
       'ACCESS_TOKEN=abc',
       'AccessToken=abc',
@@ -74,17 +65,17 @@ describe('nothing of the client URL or headers reaches the connector (D12, D30)'
       'REFRESH%5fTOKEN=abc',
       'refreshtoken=abc',
       'RefreshToken=abc',
-      `x=${encodeDots(token)}`,
-      `revealDetails=false&x=${encodeDots(token, '%2e')}`,
-      `x=${encodeURIComponent(token).replaceAll('.', '%2E').replace('eyJ', '%65yJ')}`,
+      `x=${encodeDots(suite.token)}`,
+      `revealDetails=false&x=${encodeDots(suite.token, '%2e')}`,
+      `x=${encodeURIComponent(suite.token).replaceAll('.', '%2E').replace('eyJ', '%65yJ')}`,
     ];
     for (const query of queries) {
-      const response = await createCard(f.gw, token, validCardBody(), query);
+      const response = await createCard(suite.f.gw, suite.token, validCardBody(), query);
       const body = expectContractError(response, 401, 'token_in_url', TOKEN_IN_URL);
       expect(body.details, query).toEqual({});
-      expect(response.body, query).not.toContain(token);
+      expect(response.body, query).not.toContain(suite.token);
     }
-    const after = await connectorStats(f.connector);
+    const after = await connectorStats(suite.f.connector);
     expect(after.requestsReceived).toBe(before.requestsReceived);
     expect(after.cardsCreated).toBe(before.cardsCreated);
   });
@@ -92,7 +83,7 @@ describe('nothing of the client URL or headers reaches the connector (D12, D30)'
   it('refuses a token in the URL on every route, before authentication', async () => {
     const cases = [
       { method: 'GET' as const, url: `/.well-known/jwks.json?Access%5FToken=abc` },
-      { method: 'GET' as const, url: `/.well-known/jwks.json?x=${encodeDots(token)}` },
+      { method: 'GET' as const, url: `/.well-known/jwks.json?x=${encodeDots(suite.token)}` },
       { method: 'POST' as const, url: '/api/v1/auth/login?TOKEN=abc', payload: { username: 'full', password: 'x' } },
       { method: 'POST' as const, url: '/api/v1/auth/refresh?refresh%5Ftoken=abc', payload: { refreshToken: 'x' } },
       { method: 'POST' as const, url: '/api/v1/auth/logout?RefreshToken=abc', payload: { refreshToken: 'x' } },
@@ -100,30 +91,34 @@ describe('nothing of the client URL or headers reaches the connector (D12, D30)'
       { method: 'POST' as const, url: `${CARDS}?ID%5FTOKEN=abc`, payload: validCardBody() },
     ];
     for (const { method, url, payload } of cases) {
-      const response = await f.gw.inject({ method, url, ...(payload && { payload }) });
+      const response = await suite.f.gw.inject({ method, url, ...(payload && { payload }) });
       expectContractError(response, 401, 'token_in_url', TOKEN_IN_URL);
     }
   });
 
   it('answers an unknown query parameter with 400 naming query.<name>, and nothing reaches the connector', async () => {
-    const before = await connectorStats(f.connector);
-    expectContractFieldError(await createCard(f.gw, token, validCardBody(), 'x=1'), 'query.x', 'is not a known parameter');
-    expectContractFieldError(await createCard(f.gw, token, validCardBody(), 'revealDetails=false&color=blue'), 'query.color', 'is not a known parameter');
+    const before = await connectorStats(suite.f.connector);
+    expectContractFieldError(await createCard(suite.f.gw, suite.token, validCardBody(), 'x=1'), 'query.x', 'is not a known parameter');
     expectContractFieldError(
-      await createCard(f.gw, token, validCardBody(), 'callback=https%3A%2F%2Fevil.example'),
+      await createCard(suite.f.gw, suite.token, validCardBody(), 'revealDetails=false&color=blue'),
+      'query.color',
+      'is not a known parameter',
+    );
+    expectContractFieldError(
+      await createCard(suite.f.gw, suite.token, validCardBody(), 'callback=https%3A%2F%2Fevil.example'),
       'query.callback',
       'is not a known parameter',
     );
-    const after = await connectorStats(f.connector);
+    const after = await connectorStats(suite.f.connector);
     expect(after.requestsReceived).toBe(before.requestsReceived);
   });
 
   it('forwards an accepted creation as exactly POST /v1/cards with only the contract headers, whatever the client sent', async () => {
-    const before = await connectorStats(f.connector);
+    const before = await connectorStats(suite.f.connector);
     const body = validCardBody();
-    const response = await createCard(f.gw, token, body, 'revealDetails=false', CLIENT_EXTRAS);
+    const response = await createCard(suite.f.gw, suite.token, body, 'revealDetails=false', CLIENT_EXTRAS);
     expectCard(response);
-    const after = await connectorStats(f.connector);
+    const after = await connectorStats(suite.f.connector);
     expect(after.requestsReceived).toBe(before.requestsReceived + 1);
     const received = after.received.at(-1);
     expect(received).toBeDefined();
@@ -132,9 +127,9 @@ describe('nothing of the client URL or headers reaches the connector (D12, D30)'
       {
         idempotencyKey: `acct-eu:${String(body['requestId'])}`,
         correlationId: String(response.headers['x-correlation-id']),
-        host: new URL(f.connector.url).host,
+        host: new URL(suite.f.connector.url).host,
       },
-      [token, 'Bearer', 'revealDetails', ...Object.values(CLIENT_EXTRAS)],
+      [suite.token, 'Bearer', 'revealDetails', ...Object.values(CLIENT_EXTRAS)],
     );
   });
 });

@@ -1,4 +1,6 @@
+import { afterAll, beforeAll } from 'vitest';
 import type { Gateway } from '../../src/app.js';
+import { startCardFixture, type CardFixture } from '../support/card-fixture.js';
 import type { AnyResponse } from '../support/envelope.js';
 import type { TestGateway } from '../support/gateway-fixture.js';
 
@@ -9,6 +11,41 @@ import type { TestGateway } from '../support/gateway-fixture.js';
  */
 
 export { expectContractError, expectContractFieldError, UUID, type AnyResponse, type Envelope } from '../support/envelope.js';
+
+export interface SuiteCardFixture {
+  /** The sandbox connector and the gateway forwarding to it. */
+  readonly f: CardFixture;
+  /** An access token of `full`, from the real login route. */
+  readonly token: string;
+}
+
+/**
+ * A card fixture (test/support/card-fixture.ts) for the enclosing suite: started with a token of
+ * `full` in its beforeAll, closed in its afterAll. Read `f` and `token` inside tests and hooks.
+ */
+export function cardFixtureForSuite(): SuiteCardFixture {
+  let f: CardFixture | undefined;
+  let token: string | undefined;
+  beforeAll(async () => {
+    f = await startCardFixture();
+    token = await f.token('full');
+  });
+  afterAll(async () => {
+    await f?.close();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the card fixture is not started');
+    return value;
+  };
+  return {
+    get f() {
+      return started(f);
+    },
+    get token() {
+      return started(token);
+    },
+  };
+}
 
 /** Every audit line the gateway wrote so far, as parsed JSON (aggregated lines have extra fields). */
 export function auditRecords(gw: TestGateway): Record<string, unknown>[] {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LOGIN, LOGOUT, REFRESH } from '../support/auth-requests.js';
-import { connectorStats, createCard, startCardFixture, type CardFixture } from '../support/card-fixture.js';
+import { connectorStats, createCard } from '../support/card-fixture.js';
 import { PASSWORD, login } from '../support/gateway-fixture.js';
-import { auditRecords, expectContractFieldError } from './contract-helpers.js';
+import { auditRecords, cardFixtureForSuite, expectContractFieldError } from './contract-helpers.js';
 
 /**
  * Issue 9 rows 5 and 6 (D29), with raw JSON text as a client writes it: integer fields written
@@ -17,28 +17,19 @@ const NOT_SAFE = 'must be a safe integer';
 const DUPLICATE = 'appears more than once';
 
 describe('strict JSON (D29)', () => {
-  let f: CardFixture;
-  let token: string;
-
-  beforeAll(async () => {
-    f = await startCardFixture();
-    token = await f.token('full');
-  });
-  afterAll(async () => {
-    await f?.close();
-  });
+  const suite = cardFixtureForSuite();
 
   /** `{"requestId":..., <members>}`: members are raw JSON text. */
   const card = (members: string) => `{"requestId":"${randomUUID()}",${members}}`;
 
   async function expectRefusedCard(text: string, path: string, message: string): Promise<void> {
-    const before = await connectorStats(f.connector);
-    const response = await createCard(f.gw, token, text);
+    const before = await connectorStats(suite.f.connector);
+    const response = await createCard(suite.f.gw, suite.token, text);
     expect(response.statusCode, `${text} -> ${response.body}`).toBe(400);
     const fields = response.json<{ details?: { fields?: unknown[] } }>().details?.fields ?? [];
     expect(fields, `${text} -> ${response.body}`).toContainEqual({ path, message });
     expectContractFieldError(response, path, message);
-    const after = await connectorStats(f.connector);
+    const after = await connectorStats(suite.f.connector);
     expect(after.requestsReceived, text).toBe(before.requestsReceived);
   }
 
@@ -78,8 +69,8 @@ describe('strict JSON (D29)', () => {
   });
 
   it('refuses a duplicate member in login, refresh and logout bodies (row 6)', async () => {
-    const session = await login(f.gw);
-    const loginResponse = await f.gw.inject({
+    const session = await login(suite.f.gw);
+    const loginResponse = await suite.f.gw.inject({
       method: 'POST',
       url: LOGIN,
       headers: { 'content-type': 'application/json' },
@@ -87,11 +78,11 @@ describe('strict JSON (D29)', () => {
     });
     expect(loginResponse.statusCode, loginResponse.body).toBe(400);
     expectContractFieldError(loginResponse, 'username', DUPLICATE);
-    const loginAudit = auditRecords(f.gw).filter((record) => record['correlationId'] === loginResponse.headers['x-correlation-id']);
+    const loginAudit = auditRecords(suite.f.gw).filter((record) => record['correlationId'] === loginResponse.headers['x-correlation-id']);
     expect(loginAudit.filter((record) => record['event'] === 'login.succeeded')).toEqual([]);
 
     for (const url of [REFRESH, LOGOUT]) {
-      const response = await f.gw.inject({
+      const response = await suite.f.gw.inject({
         method: 'POST',
         url,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${session.accessToken}` },
@@ -101,7 +92,7 @@ describe('strict JSON (D29)', () => {
       expectContractFieldError(response, 'refreshToken', DUPLICATE);
     }
     // Neither the refresh nor the logout happened: the session still refreshes.
-    const refreshed = await f.gw.inject({
+    const refreshed = await suite.f.gw.inject({
       method: 'POST',
       url: REFRESH,
       headers: { authorization: `Bearer ${session.accessToken}` },

@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { createTestGateway, testCertificatePem, type TestGateway } from '../support/gateway-fixture.js';
 import { mintToken } from '../support/card-fixture.js';
+import { UUID } from '../support/envelope.js';
 import { parseHttpAnswer, rawExchange } from '../transport/real-clients.js';
 
 /** Cases bad-input.property.test.ts found, pinned as examples. */
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function expectEnvelope(status: number, headers: Record<string, unknown>, body: string, message: string): void {
   const correlationId = headers['x-correlation-id'];

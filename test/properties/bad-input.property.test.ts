@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandboxConnector, type RunningSandboxConnector, type SandboxStats } from '../../src/connector/sandbox/sandbox-connector.js';
-import { createTestGateway, login, type TestGateway } from '../support/gateway-fixture.js';
+import { describe, expect, it } from 'vitest';
 import { expectOnlyContractRequest } from '../least-privilege/connector-request-contract.js';
+import { CARDS, JWKS, LOGIN, LOGOUT, REFRESH, UUID, propertyGatewayForSuite } from './property-gateway.js';
 
 /**
  * Whatever a client sends, on every public route: never a 5xx, always the D20 envelope on a
@@ -16,13 +15,7 @@ import { expectOnlyContractRequest } from '../least-privilege/connector-request-
  */
 
 const RUNS = 150;
-const LOGIN = '/api/v1/auth/login';
-const REFRESH = '/api/v1/auth/refresh';
-const LOGOUT = '/api/v1/auth/logout';
-const CARDS = '/api/v1/issuing/cards';
-const JWKS = '/.well-known/jwks.json';
 const POST_ROUTES = [LOGIN, REFRESH, LOGOUT, CARDS] as const;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A PAN-length digit run standing on its own (not inside a hex card id or a base64 token). */
 const PAN_LIKE = /(?<![0-9A-Za-z_-])\d{13,19}(?![0-9A-Za-z_-])/;
 const TEST_PAN = '4111111111111111';
@@ -33,45 +26,21 @@ interface Sent extends InjectOptions {
 }
 
 describe('bad input on every public route (properties)', () => {
-  let connector: RunningSandboxConnector;
-  let gw: TestGateway;
-  let accessToken: string;
-  let refreshToken: string;
-
-  beforeAll(async () => {
-    connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
-    gw = await createTestGateway({
-      overrides: {
-        connector: { url: connector.url, timeoutMs: 2000 },
-        // The properties are about input, not limits: no case may be cut short by a 429.
-        rateLimits: {
-          login: { points: 1_000_000, windowSeconds: 60 },
-          refresh: { points: 1_000_000, windowSeconds: 60 },
-          loginLockout: { maxConsecutiveFailures: 1_000_000, lockoutSeconds: 1 },
-        },
-      },
-    });
-    ({ accessToken, refreshToken } = await login(gw));
-  });
-
-  afterAll(async () => {
-    await gw?.close();
-    await connector?.close();
-  });
+  const setup = propertyGatewayForSuite();
 
   /** How many answers of each kind the properties got, to check the generators reach both sides. */
   const statuses = new Map<string, number>();
   /** Requests that reached the connector and were checked against the contract, by what the client added. */
   const upstreamChecked = { withQuery: 0, withClientHeaders: 0 };
 
-  const connectorStats = async (): Promise<SandboxStats> => (await connector.app.inject({ method: 'GET', url: '/__control/stats' })).json<SandboxStats>();
-  const received = async (): Promise<number> => (await connectorStats()).requestsReceived;
+  const connectorStats = () => setup.connectorStats();
+  const received = (): Promise<number> => setup.received();
 
   /** Sends one request and checks every invariant; returns the response for extra checks. */
   async function exercise(sent: Sent): Promise<LightMyRequestResponse> {
     const { reveal = false, ...options } = sent;
     const before = await received();
-    const response = await gw.inject(options);
+    const response = await setup.gw.inject(options);
     const after = await received();
     const { statusCode, headers, body } = response;
     const tally = `${String(options.method)} ${String(options.url).split('?')[0]} ${statusCode}`;
@@ -105,8 +74,8 @@ describe('bad input on every public route (properties)', () => {
       const requestId = String((JSON.parse(String(options.payload)) as { requestId: unknown }).requestId).toLowerCase();
       expectOnlyContractRequest(
         upstream!,
-        { idempotencyKey: `acct-eu:${requestId}`, correlationId: String(correlationId), host: new URL(connector.url).host },
-        [accessToken, 'Bearer'],
+        { idempotencyKey: `acct-eu:${requestId}`, correlationId: String(correlationId), host: new URL(setup.connector.url).host },
+        [setup.accessToken, 'Bearer'],
       );
       if (String(options.url).includes('?')) upstreamChecked.withQuery += 1;
       if (Object.keys(options.headers ?? {}).some((header) => !['content-type', 'authorization'].includes(header.toLowerCase())))
@@ -126,7 +95,7 @@ describe('bad input on every public route (properties)', () => {
     return response;
   }
 
-  const bearer = (route: string): Record<string, string> => (route === LOGIN ? {} : { authorization: `Bearer ${accessToken}` });
+  const bearer = (route: string): Record<string, string> => (route === LOGIN ? {} : { authorization: `Bearer ${setup.accessToken}` });
 
   const postJson = (url: string, payload: string | Buffer, extra: Record<string, string> = {}, reveal = false): Sent => ({
     method: 'POST',
@@ -272,7 +241,7 @@ describe('bad input on every public route (properties)', () => {
               ? { username: 'full', password: 'wrong' }
               : route === CARDS
                 ? { requestId: randomUUID(), cardLimit: 100, currency: 'EUR' }
-                : { refreshToken };
+                : { refreshToken: setup.refreshToken };
           if (where === 'cardType') base['config'] = { cardType: huge };
           else if (where === 'metadataValue') base['metadata'] = { note: huge };
           else if (where === 'metadataKey') base['metadata'] = { [huge]: 'x' };
@@ -345,7 +314,7 @@ describe('bad input on every public route (properties)', () => {
                 ? `{"username":"full","password":"x",${member}}`
                 : route === CARDS
                   ? `{${card},${member}}`
-                  : `{"refreshToken":"${refreshToken}",${member}}`
+                  : `{"refreshToken":"${setup.refreshToken}",${member}}`
               : where === 'config'
                 ? `{${card},"config":{${member}}}`
                 : where === 'tolerance'
@@ -562,7 +531,7 @@ describe('bad input on every public route (properties)', () => {
         await exercise({
           method: verb as InjectOptions['method'],
           url,
-          headers: { authorization: `Bearer ${accessToken}`, ...(body !== null && { 'content-type': 'application/json' }) },
+          headers: { authorization: `Bearer ${setup.accessToken}`, ...(body !== null && { 'content-type': 'application/json' }) },
           ...(body !== null && verb !== 'GET' && verb !== 'HEAD' && { payload: JSON.stringify(body) ?? 'null' }),
         });
       }),

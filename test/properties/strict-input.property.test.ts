@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandboxConnector, type RunningSandboxConnector, type SandboxStats } from '../../src/connector/sandbox/sandbox-connector.js';
-import { PASSWORD, createTestGateway, login, type TestGateway } from '../support/gateway-fixture.js';
+import { describe, expect, it } from 'vitest';
+import { PASSWORD } from '../support/gateway-fixture.js';
+import { CARDS, JWKS, LOGIN, LOGOUT, REFRESH, UUID, propertyGatewayForSuite } from './property-gateway.js';
 
 /**
  * Issue 9 properties (D12, D29, D30), inject-level so each runs many cases:
@@ -15,12 +15,6 @@ import { PASSWORD, createTestGateway, login, type TestGateway } from '../support
  */
 
 const RUNS = 100;
-const LOGIN = '/api/v1/auth/login';
-const REFRESH = '/api/v1/auth/refresh';
-const LOGOUT = '/api/v1/auth/logout';
-const CARDS = '/api/v1/issuing/cards';
-const JWKS = '/.well-known/jwks.json';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const NOT_INTEGER = 'must be a JSON integer (no fraction or exponent)';
 const NOT_SAFE = 'must be a safe integer';
 const DUPLICATE = 'appears more than once';
@@ -95,31 +89,9 @@ function objectAt(root: Node, location: string): Extract<Node, { kind: 'object' 
 }
 
 describe('strict input (properties, issue 9)', () => {
-  let connector: RunningSandboxConnector;
-  let gw: TestGateway;
-  let accessToken: string;
-  let refreshToken: string;
+  const setup = propertyGatewayForSuite();
 
-  beforeAll(async () => {
-    connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
-    gw = await createTestGateway({
-      overrides: {
-        connector: { url: connector.url, timeoutMs: 2000 },
-        rateLimits: {
-          login: { points: 1_000_000, windowSeconds: 60 },
-          refresh: { points: 1_000_000, windowSeconds: 60 },
-          loginLockout: { maxConsecutiveFailures: 1_000_000, lockoutSeconds: 1 },
-        },
-      },
-    });
-    ({ accessToken, refreshToken } = await login(gw));
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await connector?.close();
-  });
-
-  const received = async (): Promise<number> => (await connector.app.inject({ method: 'GET', url: '/__control/stats' })).json<SandboxStats>().requestsReceived;
+  const received = (): Promise<number> => setup.received();
 
   /** A fresh 10/8 client address per request, so no per-address limit ever cuts a case short. */
   const clientAddress = fc
@@ -129,7 +101,7 @@ describe('strict input (properties, issue 9)', () => {
   /** Sends one request; checks the envelope, its code and message, and that the connector saw nothing. */
   async function refused(options: InjectOptions, status: number, code: string, message: string): Promise<Envelope> {
     const before = await received();
-    const response: LightMyRequestResponse = await gw.inject(options);
+    const response: LightMyRequestResponse = await setup.gw.inject(options);
     const after = await received();
     const context = `${String(options.method)} ${String(options.url)} ${typeof options.payload === 'string' ? options.payload.slice(0, 400) : ''} -> ${response.statusCode} ${response.body.slice(0, 400)}`;
     expect(response.statusCode, context).not.toBeGreaterThanOrEqual(500);
@@ -146,7 +118,7 @@ describe('strict input (properties, issue 9)', () => {
     method: 'POST',
     url,
     payload,
-    headers: { 'content-type': 'application/json', 'x-forwarded-for': address, ...(bearer && { authorization: `Bearer ${accessToken}` }) },
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': address, ...(bearer && { authorization: `Bearer ${setup.accessToken}` }) },
   });
 
   // --- non-integer numbers in integer fields ---------------------------------------------------
@@ -224,7 +196,7 @@ describe('strict input (properties, issue 9)', () => {
           ]);
           location = '';
         } else {
-          body = object([['refreshToken', raw(JSON.stringify(refreshToken))]]);
+          body = object([['refreshToken', raw(JSON.stringify(setup.refreshToken))]]);
           location = '';
         }
         const holder = objectAt(body, location);
@@ -240,7 +212,7 @@ describe('strict input (properties, issue 9)', () => {
         const path = location === '' ? name : `${location}.${name}`;
         const envelope = await refused(postJson(c.route, text, address), 400, 'validation_failed', 'Request validation failed');
         expect(envelope.details.fields ?? [], text).toContainEqual({ path, message: DUPLICATE });
-        expect(gw.audit.events().filter((event) => event.correlationId === envelope.correlationId && event.event === 'login.succeeded')).toEqual([]);
+        expect(setup.gw.audit.events().filter((event) => event.correlationId === envelope.correlationId && event.event === 'login.succeeded')).toEqual([]);
       }),
       { numRuns: RUNS * 2 },
     );
@@ -281,7 +253,7 @@ describe('strict input (properties, issue 9)', () => {
   const plainValue = fc.stringMatching(/^[A-Za-z0-9_-]{0,24}$/);
   /** A real access token with its dots percent-encoded (and sometimes more of it). */
   const encodedJwt = fc.tuple(fc.constantFrom('%2E', '%2e'), fc.boolean()).map(([dot, encodeHead]) => {
-    const encoded = accessToken.replaceAll('.', dot);
+    const encoded = setup.accessToken.replaceAll('.', dot);
     return encodeHead ? `%65${encoded.slice(1)}` : encoded;
   });
   const innocentName = fc.stringMatching(/^[a-z]{1,8}$/).filter((name) => !(TOKEN_NAMES as readonly string[]).includes(name));
@@ -298,7 +270,7 @@ describe('strict input (properties, issue 9)', () => {
         const params = [...others];
         params.splice(at % (params.length + 1), 0, param);
         const url = `${path}?${params.join('&')}`;
-        const headers: Record<string, string> = { 'x-forwarded-for': address, ...(withBearer && { authorization: `Bearer ${accessToken}` }) };
+        const headers: Record<string, string> = { 'x-forwarded-for': address, ...(withBearer && { authorization: `Bearer ${setup.accessToken}` }) };
         const options: InjectOptions =
           path === JWKS
             ? { method: 'GET', url, headers }
@@ -311,7 +283,7 @@ describe('strict input (properties, issue 9)', () => {
                     ? JSON.stringify({ username: 'full', password: PASSWORD })
                     : path === CARDS
                       ? JSON.stringify({ requestId: randomUUID(), cardLimit: 100, currency: 'EUR' })
-                      : JSON.stringify({ refreshToken }),
+                      : JSON.stringify({ refreshToken: setup.refreshToken }),
               };
         const envelope = await refused(options, 401, 'token_in_url', 'Tokens are not accepted in the URL');
         expect(envelope.details).toEqual({});
@@ -319,7 +291,12 @@ describe('strict input (properties, issue 9)', () => {
       { numRuns: RUNS * 2 },
     );
     // The session used throughout is untouched: no refresh or logout went through.
-    const still = await gw.inject({ method: 'POST', url: REFRESH, headers: { authorization: `Bearer ${accessToken}` }, payload: { refreshToken } });
+    const still = await setup.gw.inject({
+      method: 'POST',
+      url: REFRESH,
+      headers: { authorization: `Bearer ${setup.accessToken}` },
+      payload: { refreshToken: setup.refreshToken },
+    });
     expect(still.statusCode, still.body).toBe(200);
   }, 120_000);
 });

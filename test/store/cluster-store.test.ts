@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createStore } from '../../src/store/create-store.js';
 import type { RedisStore } from '../../src/store/redis/redis-store.js';
 import type { StoreEvent } from '../../src/store/store-types.js';
-import { cardIdempotencySuite } from '../cards/card-idempotency.js';
-import { tokenLifecycleSuite } from '../auth/token-lifecycle.js';
 import { testConfig } from '../support/gateway-fixture.js';
 import {
   keySlot,
@@ -14,11 +12,11 @@ import {
   startCluster,
   storeSection,
   type ClusterShard,
-  type ClusterTopology,
   type RedisProcess,
+  waitUntilPingable,
 } from '../support/redis-topologies.js';
-import { measureRecordWrites } from './record-writes.js';
-import { sampleRecord, storeContract } from './store-contract.js';
+import { sampleRecord } from './store-contract.js';
+import { replicasToAckCostTest, topologySuites } from './topology-suites.js';
 
 /**
  * D35 on Redis Cluster: 3 masters with a replica each, real redis-server processes on loopback,
@@ -28,29 +26,12 @@ import { sampleRecord, storeContract } from './store-contract.js';
  * shard that holds the record.
  */
 
-let cluster: ClusterTopology;
-
-beforeAll(async () => {
-  cluster = await startCluster();
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-});
-
-const fresh = async () => {
-  const store = await openTopologyStore(cluster);
-  return { store, cleanup: () => store.close() };
-};
-
-storeContract('cluster', fresh, 'cluster');
-tokenLifecycleSuite('cluster', fresh);
-cardIdempotencySuite('cluster', fresh);
+const cluster = topologySuites('cluster', startCluster);
 
 /** Every key under `prefix` on every master, with the master that holds it. */
 async function keysByMaster(prefix: string): Promise<Map<string, RedisProcess>> {
   const found = new Map<string, RedisProcess>();
-  for (const shard of await cluster.shards()) {
+  for (const shard of await cluster().shards()) {
     const admin = shard.master.admin();
     try {
       await admin.connect();
@@ -80,21 +61,12 @@ describe('Cluster topology (D35)', () => {
   const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
 
   it('is built from `store.redis.cluster` in a config file and knows every shard master', async () => {
-    const config = await testConfig({ store: storeSection(cluster, `test:${randomUUID().slice(0, 8)}:`) });
+    const config = await testConfig({ store: storeSection(cluster(), `test:${randomUUID().slice(0, 8)}:`) });
     expect(config.store).toMatchObject({ kind: 'redis', target: { topology: 'cluster' } });
     const store = createStore(config.store, Date.now) as RedisStore;
     try {
-      await expect
-        .poll(
-          async () =>
-            store.ping().then(
-              () => true,
-              () => false,
-            ),
-          { timeout: 10_000 },
-        )
-        .toBe(true);
-      const masters = (await cluster.shards()).map((shard) => shard.master.address).sort();
+      await waitUntilPingable(store);
+      const masters = (await cluster().shards()).map((shard) => shard.master.address).sort();
       expect(store.describe()).toMatchObject({ topology: 'cluster', up: true, masters, masterChanges: 0 });
       expect(store.client).toBeInstanceOf(Cluster);
     } finally {
@@ -104,7 +76,7 @@ describe('Cluster topology (D35)', () => {
 
   it("spreads keys over the shards, keeps each script's keys in one slot and every key under the prefix", async () => {
     const prefix = `test:${randomUUID().slice(0, 8)}:`;
-    const store = await openTopologyStore(cluster, { prefix });
+    const store = await openTopologyStore(cluster(), { prefix });
     try {
       const families = Array.from({ length: 30 }, () => `fam_${randomUUID()}`);
       for (const familyId of families) {
@@ -150,8 +122,8 @@ describe('Cluster topology (D35)', () => {
 
   it('rate-limiter-flexible on a Cluster client: replicas share counts, over the limit is a RateLimiterRes, never an Error', async () => {
     const prefix = `test:${randomUUID().slice(0, 8)}:`;
-    const first = await openTopologyStore(cluster, { prefix });
-    const second = await openTopologyStore(cluster, { prefix });
+    const first = await openTopologyStore(cluster(), { prefix });
+    const second = await openTopologyStore(cluster(), { prefix });
     try {
       // rejectIfRedisNotReady looks at client.status: a Cluster client reports `ready` too.
       expect(first.client.status).toBe('ready');
@@ -172,10 +144,10 @@ describe('Cluster topology (D35)', () => {
   });
 
   it("replicasToAck 1: WAIT goes to the shard holding the record (a paused replica delays only its own shard's records)", async () => {
-    const store = await openTopologyStore(cluster, { replicasToAck: 1 });
+    const store = await openTopologyStore(cluster(), { replicasToAck: 1 });
     const events: StoreEvent[] = [];
     store.subscribe((event) => events.push(event));
-    const shards = await cluster.shards();
+    const shards = await cluster().shards();
     const [slowShard, ...others] = shards as [ClusterShard, ...ClusterShard[]];
     const write = async (name: string) => {
       await store.idempotency.reserve(name, { owner: 'gw-1', now: Date.now(), leaseMs: 10_000, attempt: ATTEMPT });
@@ -206,12 +178,5 @@ describe('Cluster topology (D35)', () => {
     }
   });
 
-  it("measures what replicasToAck costs a card record on a Cluster (WAIT in the record's pipeline)", async () => {
-    const figures = await measureRecordWrites(cluster, [0, 1]);
-    console.info(
-      `[cluster] card record write, ms (mean / p99 over ${figures[0]!.count}): ${figures.map((f) => `replicasToAck ${f.replicasToAck}: ${f.meanMs.toFixed(2)} / ${f.p99Ms.toFixed(2)}`).join('; ')}`,
-    );
-    for (const figure of figures) expect(figure.unacknowledged).toBe(0);
-    expect(figures[1]!.meanMs - figures[0]!.meanMs).toBeLessThan(5);
-  }, 60_000);
+  replicasToAckCostTest("measures what replicasToAck costs a card record on a Cluster (WAIT in the record's pipeline)", cluster, [0, 1]);
 });

@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createStore } from '../../src/store/create-store.js';
 import type { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError, type StoreEvent } from '../../src/store/store-types.js';
-import { cardIdempotencySuite } from '../cards/card-idempotency.js';
-import { tokenLifecycleSuite } from '../auth/token-lifecycle.js';
 import { testConfig } from '../support/gateway-fixture.js';
-import { openTopologyStore, startSentinel, storeSection, type SentinelTopology } from '../support/redis-topologies.js';
-import { measureRecordWrites } from './record-writes.js';
-import { sampleRecord, storeContract } from './store-contract.js';
+import { openTopologyStore, startSentinel, storeSection, waitUntilPingable } from '../support/redis-topologies.js';
+import { sampleRecord } from './store-contract.js';
+import { replicasToAckCostTest, topologySuites } from './topology-suites.js';
 
 /**
  * D35 on Redis Sentinel: 1 master, 2 replicas, 3 sentinels (quorum 2), real redis-server
@@ -17,44 +15,18 @@ import { sampleRecord, storeContract } from './store-contract.js';
  * shape, the master the client found, and replicasToAck with WAIT.
  */
 
-let sentinel: SentinelTopology;
-
-beforeAll(async () => {
-  sentinel = await startSentinel();
-}, 60_000);
-
-afterAll(async () => {
-  await sentinel?.stop();
-});
-
-const fresh = async () => {
-  const store = await openTopologyStore(sentinel);
-  return { store, cleanup: () => store.close() };
-};
-
-storeContract('sentinel', fresh, 'sentinel');
-tokenLifecycleSuite('sentinel', fresh);
-cardIdempotencySuite('sentinel', fresh);
+const sentinel = topologySuites('sentinel', startSentinel);
 
 describe('Sentinel topology (D35)', () => {
   const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
 
   it('is built from `store.redis.sentinel` in a config file and talks to the master the sentinels name', async () => {
-    const config = await testConfig({ store: storeSection(sentinel, `test:${randomUUID().slice(0, 8)}:`) });
-    expect(config.store).toMatchObject({ kind: 'redis', target: { topology: 'sentinel', masterName: sentinel.masterName }, replicasToAck: 0 });
+    const config = await testConfig({ store: storeSection(sentinel(), `test:${randomUUID().slice(0, 8)}:`) });
+    expect(config.store).toMatchObject({ kind: 'redis', target: { topology: 'sentinel', masterName: sentinel().masterName }, replicasToAck: 0 });
     const store = createStore(config.store, Date.now) as RedisStore;
     try {
-      await expect
-        .poll(
-          async () =>
-            store.ping().then(
-              () => true,
-              () => false,
-            ),
-          { timeout: 10_000 },
-        )
-        .toBe(true);
-      const master = await sentinel.master();
+      await waitUntilPingable(store);
+      const master = await sentinel().master();
       expect(store.describe()).toMatchObject({ topology: 'sentinel', up: true, masters: [master.address], masterChanges: 0 });
       await store.sessions.createFamily({ token: { familyId: 'f1', tokenHash: 'h1' }, credentialId: 'c', expiresAt: Date.now() + 60_000, now: Date.now() });
       // The write is on the master the sentinels name.
@@ -71,15 +43,15 @@ describe('Sentinel topology (D35)', () => {
   });
 
   it('replicasToAck 2: a card record is acknowledged by both replicas before complete() resolves, and is on both right after', async () => {
-    const store = await openTopologyStore(sentinel, { replicasToAck: 2 });
+    const store = await openTopologyStore(sentinel(), { replicasToAck: 2 });
     const events: StoreEvent[] = [];
     store.subscribe((event) => events.push(event));
     try {
       await store.idempotency.reserve('acct-1:req-ack', { owner: 'gw-1', now: Date.now(), leaseMs: 10_000, attempt: ATTEMPT });
       const record = sampleRecord();
       await store.idempotency.complete('acct-1:req-ack', { owner: 'gw-1', record, expiresAt: Date.now() + 60_000, now: Date.now() });
-      const master = await sentinel.master();
-      for (const replica of sentinel.nodes.filter((node) => node !== master)) {
+      const master = await sentinel().master();
+      for (const replica of sentinel().nodes.filter((node) => node !== master)) {
         const admin = replica.admin();
         try {
           await admin.connect();
@@ -96,7 +68,7 @@ describe('Sentinel topology (D35)', () => {
   });
 
   it('replicasToAck more than there are: answered after the WAIT timeout all the same, counted, and reported once', async () => {
-    const store = await openTopologyStore(sentinel, { replicasToAck: 3 });
+    const store = await openTopologyStore(sentinel(), { replicasToAck: 3 });
     const events: StoreEvent[] = [];
     store.subscribe((event) => events.push(event));
     try {
@@ -117,25 +89,17 @@ describe('Sentinel topology (D35)', () => {
     }
   });
 
-  it('measures what replicasToAck costs a card record (WAIT on loopback replicas)', async () => {
-    const figures = await measureRecordWrites(sentinel, [0, 1, 2]);
-    console.info(
-      `[sentinel] card record write, ms (mean / p99 over ${figures[0]!.count}): ${figures.map((f) => `replicasToAck ${f.replicasToAck}: ${f.meanMs.toFixed(2)} / ${f.p99Ms.toFixed(2)}`).join('; ')}`,
-    );
-    for (const figure of figures) expect(figure.unacknowledged).toBe(0);
-    // On loopback a replica acknowledges within a round trip: WAIT adds well under 5 ms.
-    expect(figures[2]!.meanMs - figures[0]!.meanMs).toBeLessThan(5);
-  }, 60_000);
+  replicasToAckCostTest('measures what replicasToAck costs a card record (WAIT on loopback replicas)', sentinel, [0, 1, 2]);
 
   // Last in this file: it moves the master for good.
   it('follows a manual failover (the old master stays alive, writable until the sentinels demote it): writes move to the new master within about a second', async () => {
-    const store = await openTopologyStore(sentinel);
+    const store = await openTopologyStore(sentinel());
     const events: StoreEvent[] = [];
     store.subscribe((event) => events.push(event));
     try {
-      const before = await sentinel.master();
-      expect(await sentinel.sentinels[0]!.call('SENTINEL', 'FAILOVER', sentinel.masterName)).toBe('OK');
-      const after = await sentinel.waitForNewMaster(before);
+      const before = await sentinel().master();
+      expect(await sentinel().sentinels[0]!.call('SENTINEL', 'FAILOVER', sentinel().masterName)).toBe('OK');
+      const after = await sentinel().waitForNewMaster(before);
       const failures: unknown[] = [];
       const started = performance.now();
       let landed = false;

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { expect } from 'vitest';
 import { createStoreClient, type HostPort, type RedisTarget } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { freePort } from './ports.js';
@@ -557,4 +558,18 @@ export async function openTopologyStore(
       await sleep(100);
     }
   }
+}
+
+/** Polls PING until `store` answers, as an assertion (10 s at most): a store built from config connects in the background. */
+export async function waitUntilPingable(store: RedisStore, timeoutMs = 10_000): Promise<void> {
+  await expect
+    .poll(
+      async () =>
+        store.ping().then(
+          () => true,
+          () => false,
+        ),
+      { timeout: timeoutMs },
+    )
+    .toBe(true);
 }

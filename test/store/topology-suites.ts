@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { cardIdempotencySuite } from '../cards/card-idempotency.js';
+import { tokenLifecycleSuite } from '../auth/token-lifecycle.js';
+import { openTopologyStore, type ClusterTopology, type SentinelTopology } from '../support/redis-topologies.js';
+import { measureRecordWrites } from './record-writes.js';
+import { storeContract } from './store-contract.js';
+
+/**
+ * What the Sentinel and Cluster store files share (D35): one topology started for the file and
+ * stopped after it, the store contract, the token lifecycle and the card idempotency suites run
+ * unchanged on it, and the measure of what replicasToAck costs a card record.
+ */
+
+type ReplicatedTopology = SentinelTopology | ClusterTopology;
+
+/**
+ * Starts the topology in the file's beforeAll (stops it in its afterAll) and registers the shared
+ * suites on fresh stores over it. Returns the running topology (only inside tests and hooks).
+ */
+export function topologySuites<T extends ReplicatedTopology>(name: T['kind'], start: () => Promise<T>): () => T {
+  let topology: T | undefined;
+  beforeAll(async () => {
+    topology = await start();
+  }, 60_000);
+  afterAll(async () => {
+    await topology?.stop();
+  });
+  const current = (): T => {
+    if (!topology) throw new Error(`the ${name} topology is not running`);
+    return topology;
+  };
+  const fresh = async () => {
+    const store = await openTopologyStore(current());
+    return { store, cleanup: () => store.close() };
+  };
+  storeContract(name, fresh, name);
+  tokenLifecycleSuite(name, fresh);
+  cardIdempotencySuite(name, fresh);
+  return current;
+}
+
+/**
+ * A test measuring card record writes at each replicasToAck setting: every record acknowledged,
+ * and the last (highest) setting within 5 ms of the first on average (on loopback a replica
+ * acknowledges within a round trip).
+ */
+export function replicasToAckCostTest(title: string, topology: () => ReplicatedTopology, settings: number[]): void {
+  it(
+    title,
+    async () => {
+      const figures = await measureRecordWrites(topology(), settings);
+      console.info(
+        `[${topology().kind}] card record write, ms (mean / p99 over ${figures[0]!.count}): ${figures.map((f) => `replicasToAck ${f.replicasToAck}: ${f.meanMs.toFixed(2)} / ${f.p99Ms.toFixed(2)}`).join('; ')}`,
+      );
+      for (const figure of figures) expect(figure.unacknowledged).toBe(0);
+      expect(figures.at(-1)!.meanMs - figures[0]!.meanMs).toBeLessThan(5);
+    },
+    60_000,
+  );
+}
