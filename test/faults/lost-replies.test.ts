@@ -7,6 +7,7 @@ import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError } from '../../src/store/store-types.js';
 import { connectorStats, createCard, setConnectorMode, startCardFixture, validCardBody, type CardAnswer, type CardFixture } from '../support/card-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
+import { waitUntilPingable } from '../support/redis-topologies.js';
 import { startCuttingProxy, type CuttingProxy } from './cutting-proxy.js';
 
 /**
@@ -51,16 +52,7 @@ async function open(): Promise<{ proxy: CuttingProxy; store: RedisStore }> {
   const proxy = await startCuttingProxy(redis.port);
   const client = createRedisClient({ url: proxy.url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
   const store = new RedisStore(client, PREFIX, { commandTimeoutMs: 300, deadlineMs: 1300 });
-  await expect
-    .poll(
-      () =>
-        store.ping().then(
-          () => true,
-          () => false,
-        ),
-      { timeout: 5_000 },
-    )
-    .toBe(true);
+  await waitUntilPingable(store, 5_000);
   const made = { proxy, store };
   opened.push(made);
   return made;
