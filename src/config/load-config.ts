@@ -277,6 +277,7 @@ export async function loadConfig(file: string, env: Environment = process.env): 
         ? (await secret('store.redis.sentinel.password', redis.sentinel.password))?.toString('utf8').trim()
         : undefined;
       const ca = redis.tls?.ca ? await secret('store.redis.tls.ca', redis.tls.ca) : undefined;
+      if (ca) await problems.capture('store.redis.tls.ca', () => parseCertificates(ca));
       const target: RedisTarget | undefined = redis.url
         ? { topology: 'standalone', url: redis.url }
         : redis.sentinel

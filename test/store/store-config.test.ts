@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/config-error.js';
 import { loadConfig, type Environment, type GatewayConfig } from '../../src/config/load-config.js';
-import { rawTestConfig, writeTestConfig } from '../support/gateway-fixture.js';
+import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 
 /**
  * D35: `store.redis` as an operator writes it. Exactly one of url, sentinel or cluster; the
@@ -69,9 +69,10 @@ describe('store.redis (D35)', () => {
   });
 
   it('cluster: startup nodes, TLS with a CA and a server name', async () => {
+    const ca = await testCertificatePem();
     const store = await load(
       { cluster: { nodes: ['redis-0:6379', 'redis-1:6379'] }, tls: { ca: { env: 'REDIS_CA' }, servername: 'redis.internal' }, keyPrefix: 'p:' },
-      { REDIS_CA: 'PEM' },
+      { REDIS_CA: ca },
     );
     expect(store).toMatchObject({
       target: {
@@ -81,8 +82,17 @@ describe('store.redis (D35)', () => {
           { host: 'redis-1', port: 6379 },
         ],
       },
-      tls: { ca: Buffer.from('PEM'), servername: 'redis.internal' },
+      tls: { ca: Buffer.from(ca), servername: 'redis.internal' },
     });
+  });
+
+  it('refuses a TLS CA that holds no certificate, as check-config would', async () => {
+    const error = await load({ url: 'rediss://cache:6380', tls: { ca: { env: 'REDIS_CA' } }, keyPrefix: 'p:' }, { REDIS_CA: 'PEM' }).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map((line) => line.slice(line.indexOf(': ') + 2))).toEqual(['store.redis.tls.ca: is not a PEM certificate']);
   });
 
   it('a rediss:// url turns TLS on by itself', async () => {
