@@ -1,11 +1,37 @@
 import type { RateLimiterRes } from 'rate-limiter-flexible';
 import type { CardStatus } from '../foundation/card-status.js';
 
-/** The shared store could not be reached in time; rendered as 503 + retryAfter (D23). */
+/**
+ * Why the shared store cannot serve (D55), in the words of the log lines, `/readyz` and the
+ * `reason` label: the server does not answer a connection (`unreachable`) or a command in time
+ * (`timed_out`), refuses the gateway's password (`authentication_refused`: NOAUTH, WRONGPASS),
+ * refuses writes because it is full (`out_of_memory`) or a replica (`read_only`), or runs a
+ * maxmemory-policy that drops keys (`evicting_policy`, D54: production only).
+ */
+export const STORE_FAILURE_REASONS = ['unreachable', 'timed_out', 'authentication_refused', 'out_of_memory', 'evicting_policy', 'read_only'] as const;
+export type StoreFailureReason = (typeof STORE_FAILURE_REASONS)[number];
+
+/** A named store failure: the reason, and the server's or the connection's own words for it. */
+export interface StoreFailure {
+  readonly reason: StoreFailureReason;
+  /** e.g. `WRONGPASS invalid username-password pair or user is disabled.`; never a secret. */
+  readonly detail: string;
+}
+
+/** The shared store could not serve in time; rendered as 503 + retryAfter (D23). */
 export class StoreUnavailableError extends Error {
-  constructor(cause?: unknown) {
+  /** Why, when the store knows (D55): `/readyz` shows it as `reason: detail`. */
+  readonly failure: StoreFailure | undefined;
+
+  constructor(cause?: unknown, failure?: StoreFailure) {
     super('shared store unavailable', { cause });
     this.name = 'StoreUnavailableError';
+    this.failure = failure;
+  }
+
+  /** `/readyz`'s words for the failure (admin-server.ts reads a probe error's `reason`). */
+  get reason(): string | undefined {
+    return this.failure && `${this.failure.reason}: ${this.failure.detail}`;
   }
 }
 
@@ -140,16 +166,33 @@ export interface StoreDescription {
   readonly unacknowledgedRecords: number;
   /** Idempotency writes whose outcome is unknown, waiting to be settled (RedisStore repairs). */
   readonly pendingRepairs: number;
+  /** Why the store does not serve (`up` false), as the last health check found; else undefined. */
+  readonly failure: StoreFailure | undefined;
+  /**
+   * D54: the evicting `maxmemory-policy` a master runs (`allkeys-lru on host:port`), whatever
+   * the environment; undefined while every master runs `noeviction` (or none answered yet).
+   */
+  readonly evictingPolicy: string | undefined;
+  /** The fullest master's used memory as a share of its `maxmemory`; undefined without a limit or an answer. */
+  readonly memoryUsedRatio: number | undefined;
+  /** Store operations that failed since start, by reason (each answered 503). */
+  readonly failedOperations: Readonly<Record<StoreFailureReason, number>>;
 }
 
+/** No failed operation yet: the starting value of `failedOperations`. */
+export const noFailedOperations = (): Record<StoreFailureReason, number> =>
+  Object.fromEntries(STORE_FAILURE_REASONS.map((reason) => [reason, 0])) as Record<StoreFailureReason, number>;
+
 /**
- * A change worth one log line: the store became unreachable or reachable again, a master
- * changed, or replicas stopped or resumed acknowledging card records in time. Emitted once per
- * change, never per request.
+ * A change worth one log line: the store became unavailable (with its reason) or available
+ * again, a master started or stopped running an evicting policy, a master changed, or replicas
+ * stopped or resumed acknowledging card records in time. Emitted once per change, never per
+ * request.
  */
 export type StoreEvent =
-  | { readonly kind: 'down'; readonly reason: string }
+  | ({ readonly kind: 'down' } & StoreFailure)
   | { readonly kind: 'up' }
+  | { readonly kind: 'evicting-policy'; readonly policy: string | undefined }
   | { readonly kind: 'master-changed'; readonly from: string | undefined; readonly to: string; readonly slots?: string }
   | { readonly kind: 'replicas-behind'; readonly wanted: number; readonly acknowledged: number }
   | { readonly kind: 'replicas-caught-up' };

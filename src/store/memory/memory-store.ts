@@ -1,18 +1,19 @@
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import type {
-  ClaimAttempt,
-  GatewayStore,
-  IdempotencyStore,
-  Limiter,
-  LimiterOptions,
-  LockoutStore,
-  Reservation,
-  RevokeOutcome,
-  RotateOutcome,
-  SessionStore,
-  StoreDescription,
-  StoredCard,
-  StoreEvent,
+import {
+  noFailedOperations,
+  type ClaimAttempt,
+  type GatewayStore,
+  type IdempotencyStore,
+  type Limiter,
+  type LimiterOptions,
+  type LockoutStore,
+  type Reservation,
+  type RevokeOutcome,
+  type RotateOutcome,
+  type SessionStore,
+  type StoreDescription,
+  type StoredCard,
+  type StoreEvent,
 } from '../store-types.js';
 
 /**
@@ -208,7 +209,18 @@ export class MemoryStore implements GatewayStore {
 
   /** In the process itself: always up, no master, nothing to acknowledge or repair. */
   describe(): StoreDescription {
-    return { topology: 'memory', up: true, masters: [], masterChanges: 0, unacknowledgedRecords: 0, pendingRepairs: 0 };
+    return {
+      topology: 'memory',
+      up: true,
+      masters: [],
+      masterChanges: 0,
+      unacknowledgedRecords: 0,
+      pendingRepairs: 0,
+      failure: undefined,
+      evictingPolicy: undefined,
+      memoryUsedRatio: undefined,
+      failedOperations: noFailedOperations(),
+    };
   }
 
   /** Nothing ever changes state: no events. */

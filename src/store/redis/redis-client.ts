@@ -24,8 +24,12 @@ export interface RedisClientOptions {
   connectTimeoutMs: number;
 }
 
-/** Reconnection after a lost connection: quick at first, at most every half second, forever. */
-const reconnectDelay = (attempt: number): number => Math.min(50 * attempt, 500);
+/**
+ * Reconnection after a lost connection: quick at first, at most every half second, forever.
+ * The cap is what bounds recovery however long the outage was (D55): the first attempt after
+ * the store is back comes within half a second (plus at most one connect timeout).
+ */
+export const reconnectDelay = (attempt: number): number => Math.min(50 * attempt, 500);
 
 /**
  * What every connection to a data node gets, whatever the topology (D23; ioredis's defaults hide outages): no
@@ -114,7 +118,7 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
           slotsRefreshTimeout: options.connectTimeoutMs,
           // New nodes and moved slots are learnt from MOVED answers at once; this catches the rest.
           slotsRefreshInterval: 5000,
-          clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
+          clusterRetryStrategy: reconnectDelay,
           // With TLS the nodes are dialled by the addresses the cluster announces; the
           // certificate is checked against `tls.servername` when given.
           ...(common.tls && {

@@ -4,8 +4,11 @@ import { Cluster, Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { withDeadline } from '../../foundation/deadline.js';
 import {
+  noFailedOperations,
   StoreUnavailableError,
   type GatewayStore,
+  type StoreFailure,
+  type StoreFailureReason,
   type StoreDescription,
   type StoreEvent,
   type StoreTopology,
@@ -21,6 +24,7 @@ import {
   type TokenRef,
 } from '../store-types.js';
 import type { StoreClient } from './redis-client.js';
+import { evictingPolicies, judgeServers, memoryUsedRatio, nameFailure, parseServerInfo, type ServerState } from './server-state.js';
 
 /*
  * Every multi-step change is one Lua script, so concurrent refreshes, logouts and card
@@ -33,7 +37,16 @@ import type { StoreClient } from './redis-client.js';
  * also carry a deadline: a command that reaches a paused or stopped Redis times out at the
  * gateway (503), but would still run when Redis resumes, rotating or revoking behind the
  * client's back. Past its deadline, by Redis's own clock, such a script does nothing.
+ *
+ * Every script is declared with a `#!lua` shebang and no flags (Redis 7): Redis then knows it
+ * before it runs as a script that may write and may not run out of memory, and refuses it with
+ * OOM before its first command when memory is over `maxmemory` (D54). Without the declaration
+ * Redis checks memory only at a script's first write, and only if that command is one that
+ * grows memory: a script that starts with DEL then writes past the limit.
+ * rate-limiter-flexible's own script (rlflxIncr) starts with SET, which Redis checks: refused
+ * just the same (test/store/out-of-memory.test.ts runs each under OOM).
  */
+const SHEBANG = '#!lua';
 const STALE_GUARD = `
 local clock = redis.call('TIME')
 if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > tonumber(ARGV[#ARGV]) then return 'stale' end`;
@@ -159,6 +172,8 @@ const REPAIR_HORIZON_MS = 10 * 60_000;
 /** Health checks while the store is up and nothing waits for repair; faster while down or repairing. */
 const MONITOR_INTERVAL_MS = 1000;
 const FAST_MONITOR_INTERVAL_MS = 250;
+/** Servers whose INFO a health check reads, for the state of each (D54): memory, policy, role. */
+const INFO_SECTIONS = ['memory', 'replication'] as const;
 /** A failed request triggers a health check at most this often (one line per change, not per request). */
 const SUSPECT_DEBOUNCE_MS = 200;
 
@@ -186,6 +201,15 @@ export interface RedisStoreOptions {
   replicasToAck?: number;
   /** Overrides the detected topology (only the label: detection is by the client's kind). */
   topology?: Exclude<StoreTopology, 'memory'>;
+  /**
+   * D54, a master whose `maxmemory-policy` evicts keys: `refuse` (production) counts the store
+   * as down (`evicting_policy`: not ready); `warn` (default) serves and emits one
+   * `evicting-policy` event per change, for a warning.
+   */
+  evictingPolicy?: 'refuse' | 'warn';
+  /** Health-check periods while up / while down or repairing (default 1000 / 250 ms). */
+  monitorIntervalMs?: number;
+  fastMonitorIntervalMs?: number;
 }
 
 /** `host:port` of every slot range's master, in slot order, from the client's slot map. */
@@ -225,11 +249,23 @@ export class RedisStore implements GatewayStore {
   readonly #commandTimeoutMs: number;
   readonly #replicasToAck: number;
   readonly #topology: Exclude<StoreTopology, 'memory'>;
+  readonly #refuseEvicting: boolean;
+  readonly #monitorIntervalMs: number;
+  readonly #fastMonitorIntervalMs: number;
 
   // State seen by the health monitor: one event per change.
   #up: boolean | undefined;
-  #lastFailure = '';
+  #failure: StoreFailure = { reason: 'unreachable', detail: 'no answer yet' };
+  /** The client's last connection error since it was last ready (NOAUTH, WRONGPASS, ECONNREFUSED...). */
+  #connectionError: Error | undefined;
+  #evictingPolicy: string | undefined;
+  #memoryUsedRatio: number | undefined;
+  /** Redis refused a write with OOM, and memory has not had room since (server-state.ts's margin). */
+  #refusedWrites = false;
+  readonly #failedOperations = noFailedOperations();
   #checking: Promise<void> | undefined;
+  /** A check was asked for while one ran (a reconnection, a success while down): one more after it. */
+  #recheck = false;
   #lastCheckAt = 0;
   #monitor: NodeJS.Timeout | undefined;
   #closed = false;
@@ -258,7 +294,7 @@ export class RedisStore implements GatewayStore {
    */
   constructor(client: StoreClient, prefix: string, options: RedisStoreOptions = {}) {
     for (const [name, script] of Object.entries(SCRIPTS)) {
-      if (!(name in client)) client.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+      if (!(name in client)) client.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: `${SHEBANG}\n${script.lua.trimStart()}` });
     }
     // rate-limiter-flexible defines its script (rlflxIncr) on the client when a limiter is made.
     // ioredis copies a client's scripts into an automatic pipeline when the pipeline is opened:
@@ -271,12 +307,17 @@ export class RedisStore implements GatewayStore {
     this.#deadlineMs = options.deadlineMs ?? 2000;
     this.#commandTimeoutMs = options.commandTimeoutMs ?? 300;
     this.#replicasToAck = options.replicasToAck ?? 0;
+    this.#refuseEvicting = options.evictingPolicy === 'refuse';
+    this.#monitorIntervalMs = options.monitorIntervalMs ?? MONITOR_INTERVAL_MS;
+    this.#fastMonitorIntervalMs = options.fastMonitorIntervalMs ?? FAST_MONITOR_INTERVAL_MS;
     this.#topology = options.topology ?? (client instanceof Cluster ? 'cluster' : (client.options.sentinels?.length ?? 0) > 0 ? 'sentinel' : 'standalone');
     this.sessions = this.#sessions();
     this.idempotency = this.#idempotency();
     this.lockouts = this.#lockouts();
     this.#watch(client);
-    this.#schedule(0);
+    // A client still connecting is checked when it is ready (or when its connection fails), not
+    // before: a check now would only find it not connected yet.
+    this.#schedule(client.status === 'ready' ? 0 : this.#fastMonitorIntervalMs);
   }
 
   get client(): StoreClient {
@@ -293,6 +334,10 @@ export class RedisStore implements GatewayStore {
       masterChanges: this.#masterChanges,
       unacknowledgedRecords: this.#unacknowledged,
       pendingRepairs: this.#repairs.size,
+      failure: this.#up === false ? this.#failure : undefined,
+      evictingPolicy: this.#evictingPolicy,
+      memoryUsedRatio: this.#memoryUsedRatio,
+      failedOperations: { ...this.#failedOperations },
     };
   }
 
@@ -311,28 +356,42 @@ export class RedisStore implements GatewayStore {
     }
   }
 
-  /** Connection events only prompt a health check; the check decides (one event per change). */
+  /**
+   * Connection events only prompt a health check; the check decides (one event per change).
+   * Attached in the constructor, in the same turn as the client was made: ioredis connects on a
+   * later turn, so even the first connection error (a wrong password at start) is kept.
+   */
   #watch(client: StoreClient): void {
     // Without a listener ioredis prints every failed reconnect attempt; the monitor reports instead.
     client.on('error', (error: Error) => {
-      this.#lastFailure = error.message;
+      this.#connectionError = error;
     });
     client.on('close', () => this.#suspect());
     client.on('end', () => this.#suspect());
     if (client instanceof Cluster) {
       client.on('node error', (error: Error) => {
-        this.#lastFailure = error.message;
+        this.#connectionError = error;
       });
       client.on('-node', () => this.#suspect());
       client.on('refresh', () => this.#clusterRefreshed(client));
-      client.on('ready', () => this.#clusterRefreshed(client));
+      client.on('ready', () => {
+        this.#connectionError = undefined;
+        this.#clusterRefreshed(client);
+        this.#checkSoon();
+      });
       return;
     }
     if (this.#topology === 'standalone') {
       this.#masters = [`${client.options.host ?? '127.0.0.1'}:${client.options.port ?? 6379}`];
+      // Reconnected: served again from now on, so said so now, not at the next scheduled check.
+      client.on('ready', () => {
+        this.#connectionError = undefined;
+        this.#checkSoon();
+      });
       return;
     }
     client.on('ready', () => {
+      this.#connectionError = undefined;
       // The server this connection reached: Sentinel's master at the time of connecting.
       const { remoteAddress, remotePort } = client.stream;
       if (remoteAddress === undefined || remotePort === undefined) return;
@@ -343,7 +402,7 @@ export class RedisStore implements GatewayStore {
         this.#masterChanges += 1;
         this.#emit({ kind: 'master-changed', from: previous, to: master });
       }
-      this.#suspect();
+      this.#checkSoon();
     });
   }
 
@@ -371,12 +430,17 @@ export class RedisStore implements GatewayStore {
     this.#suspect();
   }
 
-  /** Every master answers PING within the command deadline (Cluster: every shard's). */
-  async #probe(): Promise<void> {
+  /**
+   * Every master's INFO memory and replication, within the command deadline (Cluster: every
+   * shard's). INFO is answered under OOM, where PING would say nothing of the refused writes,
+   * and by managed services that refuse CONFIG; ioredis sends it at once, never behind an
+   * automatic pipeline that waits for a paused server.
+   */
+  async #probe(): Promise<ServerState[]> {
     const client = this.#redis;
     if (!(client instanceof Cluster)) {
-      await client.ping();
-      return;
+      const address = this.#masters[0] ?? `${client.options.host ?? '127.0.0.1'}:${client.options.port ?? 6379}`;
+      return [parseServerInfo(address, await client.info(...INFO_SECTIONS))];
     }
     const masters = [...new Set(shardRanges(client).map((range) => range.master))];
     if (masters.length === 0) throw new Error('no cluster slot map yet');
@@ -387,31 +451,50 @@ export class RedisStore implements GatewayStore {
       client.refreshSlotsCache();
       throw new Error(`no connection to master ${missing.join(', ')}`);
     }
-    await Promise.all(masters.map((master) => nodes.get(master)!.ping()));
+    return Promise.all(masters.map(async (master) => parseServerInfo(master, await nodes.get(master)!.info(...INFO_SECTIONS))));
   }
 
-  /** One health check at a time; its result is the store's state. */
+  /** One health check at a time; its result is the store's state (D54, D55). */
   #check(): Promise<void> {
     this.#checking ??= (async () => {
       this.#lastCheckAt = performance.now();
-      let failure: string | undefined;
+      let failure: StoreFailure | undefined;
       try {
-        await withDeadline(this.#probe(), this.#commandTimeoutMs, storeLate);
+        const servers = await withDeadline(this.#probe(), this.#commandTimeoutMs, storeLate);
+        failure = judgeServers(servers, { refuseEvicting: this.#refuseEvicting, refusedWrites: this.#refusedWrites });
+        if (failure?.reason !== 'out_of_memory') this.#refusedWrites = false;
+        this.#memoryUsedRatio = memoryUsedRatio(servers);
+        const policy = evictingPolicies(servers);
+        if (policy !== this.#evictingPolicy) {
+          this.#evictingPolicy = policy;
+          // Refused (production), the policy is the store's failure, reported as such.
+          if (!this.#refuseEvicting) this.#emit({ kind: 'evicting-policy', policy });
+        }
       } catch (error) {
-        failure = (error as Error).message || this.#lastFailure || 'unreachable';
+        failure = nameFailure(error, this.#connectionError);
       }
-      this.#setUp(failure === undefined, failure);
+      this.#setState(failure);
     })().finally(() => {
       this.#checking = undefined;
+      if (this.#recheck && !this.#closed) {
+        this.#recheck = false;
+        void this.#check();
+      }
     });
     return this.#checking;
   }
 
-  #setUp(up: boolean, reason: string | undefined): void {
-    if (!up) this.#lastFailure = reason ?? this.#lastFailure;
-    if (this.#up === up) return;
+  /**
+   * One event per change: down (with the reason) and up. Unreachable and timed out are one
+   * state for the log (a dying connection goes through both); any other new reason is a change.
+   */
+  #setState(failure: StoreFailure | undefined): void {
+    const up = failure === undefined;
+    const previous = this.#up === false ? this.#failure.reason : undefined;
+    if (failure) this.#failure = failure;
+    if (this.#up === up && (up || connectivity(previous) === connectivity(failure?.reason))) return;
     this.#up = up;
-    this.#emit(up ? { kind: 'up' } : { kind: 'down', reason: this.#lastFailure });
+    this.#emit(failure ? { kind: 'down', ...failure } : { kind: 'up' });
     if (up) void this.#runRepairs();
   }
 
@@ -419,6 +502,43 @@ export class RedisStore implements GatewayStore {
   #suspect(): void {
     if (this.#closed || this.#checking || performance.now() - this.#lastCheckAt < SUSPECT_DEBOUNCE_MS) return;
     void this.#check();
+  }
+
+  /**
+   * The store answers again (a reconnection, a command that succeeded while down): check now,
+   * without the debounce, and once more after a check already running (it may have started
+   * before the connection was back). Recovery is seen at once, not at the next tick.
+   */
+  #checkSoon(): void {
+    if (this.#closed) return;
+    if (this.#checking) this.#recheck = true;
+    else void this.#check();
+  }
+
+  /**
+   * A store operation failed: named (D55), counted, a check prompted, and the error to throw
+   * (503). A write refused for memory makes the store out of memory at once (D54): Redis knows
+   * better than INFO read at rest, which often shows a full server just under its limit.
+   */
+  #failed(error: unknown): StoreUnavailableError {
+    const failure = nameFailure(error, this.#connectionError);
+    this.#failedOperations[failure.reason] += 1;
+    if (failure.reason === 'out_of_memory' && !this.#refusedWrites) {
+      this.#refusedWrites = true;
+      this.#checkSoon();
+    } else {
+      this.#suspect();
+    }
+    return new StoreUnavailableError(error, failure);
+  }
+
+  /**
+   * A store operation succeeded. A write Redis accepted means it has memory for writes again;
+   * while the store counts as down, any answer is worth a check now.
+   */
+  #succeeded(wrote: boolean): void {
+    if (wrote) this.#refusedWrites = false;
+    if (this.#up === false && this.#failure.reason !== 'evicting_policy') this.#checkSoon();
   }
 
   #schedule(ms: number): void {
@@ -433,7 +553,7 @@ export class RedisStore implements GatewayStore {
     await this.#check();
     if (this.#topology === 'sentinel' && this.#up === true) await this.#followSentinels();
     await this.#runRepairs();
-    this.#schedule(this.#up === true && this.#repairs.size === 0 ? MONITOR_INTERVAL_MS : FAST_MONITOR_INTERVAL_MS);
+    this.#schedule(this.#up === true && this.#repairs.size === 0 ? this.#monitorIntervalMs : this.#fastMonitorIntervalMs);
   }
 
   /**
@@ -558,13 +678,19 @@ export class RedisStore implements GatewayStore {
   /**
    * Runs store work against the command deadline (D23): late or failed work is a
    * StoreUnavailableError. The deadline waits one turn of the loop after its timer, so a reply
-   * that arrived while this process was busy is still taken (deadline.ts).
+   * that arrived while this process was busy is still taken (deadline.ts). `writes`: the work
+   * sends a command Redis refuses when out of memory (not a read, not a DEL).
    */
-  #guarded<T>(work: () => Promise<T>, ms = this.#commandTimeoutMs): Promise<T> {
-    return withDeadline(work(), ms, storeLate).catch((error: unknown) => {
-      this.#suspect();
-      throw new StoreUnavailableError(error);
-    });
+  #guarded<T>(writes: boolean, work: () => Promise<T>): Promise<T> {
+    return withDeadline(work(), this.#commandTimeoutMs, storeLate).then(
+      (result) => {
+        this.#succeeded(writes);
+        return result;
+      },
+      (error: unknown) => {
+        throw this.#failed(error);
+      },
+    );
   }
 
   /** Wall-clock time, not the injected clock: it is compared with Redis's TIME, not with records. */
@@ -584,7 +710,7 @@ export class RedisStore implements GatewayStore {
     const redis = this.#redis;
     return {
       createFamily: ({ token, credentialId, expiresAt, now }) =>
-        this.#guarded(async () => {
+        this.#guarded(true, async () => {
           const ttl = ttlFor(expiresAt, now);
           // Both keys share the family's hash tag: one slot, so MULTI works on a Cluster too.
           await redis
@@ -596,7 +722,7 @@ export class RedisStore implements GatewayStore {
             .exec();
         }),
       rotate: ({ token, credentialId, newTokenHash, newExpiresAt, now, graceMs }) =>
-        this.#guarded(async () =>
+        this.#guarded(true, async () =>
           notStale<RotateOutcome>(
             await redis.rotateRefresh(
               this.#familyKey(token.familyId),
@@ -612,7 +738,7 @@ export class RedisStore implements GatewayStore {
           ),
         ),
       revokeFamily: ({ token, credentialId, now, graceMs }) =>
-        this.#guarded(async () =>
+        this.#guarded(true, async () =>
           notStale<RevokeOutcome>(
             await redis.revokeFamily(
               this.#familyKey(token.familyId),
@@ -651,6 +777,7 @@ export class RedisStore implements GatewayStore {
               storeLate,
             ),
           );
+          this.#succeeded(true);
           return parseReservation(answer);
         } catch (error) {
           // The claim's outcome is unknown: it may have run with its reply lost (a master that
@@ -664,12 +791,11 @@ export class RedisStore implements GatewayStore {
           const releaseArgs = [owner, String(now + leaseMs), String(leaseMs + 60_000)];
           redis.releaseIdempotency(key(name), ...releaseArgs).catch(() => undefined);
           this.#addRepair(owner, { kind: 'release', key: key(name), args: releaseArgs, notBefore: deadline + 100, giveUpAt: Date.now() + leaseMs });
-          this.#suspect();
-          throw new StoreUnavailableError(error);
+          throw this.#failed(error);
         }
       },
       peek: (name, now) =>
-        this.#guarded(async () => {
+        this.#guarded(false, async () => {
           const [state, leaseExp, exp, record, ofp, oreq, ocred] = await redis.hmget(key(name), 'state', 'leaseExp', 'exp', 'record', 'ofp', 'oreq', 'ocred');
           if (state === 'completed' && Number(exp) > now && record) return { state: 'completed', record: JSON.parse(record) as StoredCard };
           if (state === 'pending' && Number(leaseExp) > now) return { state: 'pending', leaseExpiresAt: Number(leaseExp) };
@@ -685,6 +811,7 @@ export class RedisStore implements GatewayStore {
           } else {
             await this.#completeAcknowledged(key(name), args);
           }
+          this.#succeeded(true);
         } catch (error) {
           // The card exists and its client gets it; the record may or may not be stored. Store
           // it once the store answers, so that a retry is a replay and not a 409 or a second
@@ -697,14 +824,14 @@ export class RedisStore implements GatewayStore {
             // Repairs run on the process's own clock; the record's expiry is on the injected one.
             giveUpAt: Date.now() + Math.min(expiresAt - now, REPAIR_HORIZON_MS),
           });
-          this.#suspect();
-          throw new StoreUnavailableError(error);
+          throw this.#failed(error);
         }
       },
       release: async (name, { owner, now, keepUntil }) => {
         const args = [owner, String(keepUntil), String(ttlFor(keepUntil, now))];
         try {
           await withDeadline(redis.releaseIdempotency(key(name), ...args), this.#commandTimeoutMs, storeLate);
+          this.#succeeded(true);
         } catch (error) {
           // Sent on a dead connection, a release is lost, and the claim would hold the key until
           // its lease ends: the client's retry would wait or get 409. Release it once the store answers.
@@ -715,8 +842,7 @@ export class RedisStore implements GatewayStore {
             notBefore: Date.now(),
             giveUpAt: Date.now() + Math.min(keepUntil - now, REPAIR_HORIZON_MS),
           });
-          this.#suspect();
-          throw new StoreUnavailableError(error);
+          throw this.#failed(error);
         }
       },
     };
@@ -753,16 +879,16 @@ export class RedisStore implements GatewayStore {
     const key = (name: string) => `${this.#prefix}lock:{${name}}`;
     return {
       recordFailure: (name, { now, maxFailures, lockoutMs }) =>
-        this.#guarded(async () =>
+        this.#guarded(true, async () =>
           Number(await redis.recordLoginFailure(key(name), String(now), String(maxFailures), String(now + lockoutMs), String(lockoutMs + 60_000))),
         ),
       lockedUntil: (name, now) =>
-        this.#guarded(async () => {
+        this.#guarded(false, async () => {
           const until = Number((await redis.hget(key(name), 'lockedUntil')) ?? 0);
           return until > now ? until : 0;
         }),
       reset: (name) =>
-        this.#guarded(async () => {
+        this.#guarded(false, async () => {
           await redis.del(key(name));
         }),
     };
@@ -783,19 +909,30 @@ export class RedisStore implements GatewayStore {
       // Without this it waits for ioredis to reconnect instead of failing (rate-limiter-flexible #184).
       rejectIfRedisNotReady: true,
     });
-    // The same command deadline as every other store call; a RateLimiterRes rejection (over the limit) passes through.
+    // The same command deadline as every other store call; a RateLimiterRes rejection (over the
+    // limit) is an answer of the store and passes through; any other is a failure, named (D55).
     return {
       consume: (key) =>
-        withDeadline(limiter.consume(key), this.#commandTimeoutMs, storeLate).catch((rejection: unknown) => {
-          if (!(rejection instanceof RateLimiterRes)) this.#suspect();
-          throw rejection;
-        }),
+        withDeadline(limiter.consume(key), this.#commandTimeoutMs, storeLate).then(
+          (result) => {
+            this.#succeeded(true);
+            return result;
+          },
+          (rejection: unknown) => {
+            // Over the limit: its script ran (and counted), so Redis took the write.
+            if (rejection instanceof RateLimiterRes) {
+              this.#succeeded(true);
+              throw rejection;
+            }
+            throw this.#failed(rejection);
+          },
+        ),
     };
   }
 
   async ping(): Promise<void> {
     await this.#check();
-    if (this.#up !== true) throw new StoreUnavailableError(new Error(this.#lastFailure));
+    if (this.#up !== true) throw new StoreUnavailableError(new Error(this.#failure.detail), this.#failure);
   }
 
   async close(): Promise<void> {
@@ -814,6 +951,11 @@ export class RedisStore implements GatewayStore {
       this.#redis.disconnect();
     }
   }
+}
+
+/** Unreachable and timed out are one state for the log: a connection that dies goes through both. */
+function connectivity(reason: StoreFailureReason | undefined): string | undefined {
+  return reason === 'timed_out' ? 'unreachable' : reason;
 }
 
 /** A guarded script that arrived after its deadline did nothing: for the caller, the store failed. */

@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { StoreUnavailableError, type StoreEvent, type TokenRef } from '../../src/store/store-types.js';
+import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
+import { adminConnection, fillUntilOutOfMemory, freeFillers, serverMemory } from '../support/redis-memory.js';
+import { keysWithPrefix, uniquePrefix } from '../support/redis.js';
+import { sampleRecord } from './store-contract.js';
+
+/**
+ * D54 at the store: a Redis at its `maxmemory` with `noeviction` refuses every write the
+ * gateway sends before the write happens. Each script, the session MULTI and the limiter's own
+ * script are run against a full private redis-server from a state where they would write (a
+ * released claim to take over, an own claim to complete, a live family to rotate or revoke, a
+ * counted lockout and limiter): each is refused with a failure named `out_of_memory`, no key the
+ * store holds changes, and the dataset does not grow. Reads still answer; once memory is freed
+ * every write works again.
+ */
+const T0 = 1_700_000_000_000;
+const DAY = 24 * 60 * 60 * 1000;
+const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
+
+describe('RedisStore on a Redis out of memory (D54)', () => {
+  let redis: PrivateRedis;
+  let admin: Redis;
+  let store: RedisStore;
+  let prefix: string;
+  let fillers = 0;
+  const events: StoreEvent[] = [];
+  const family: TokenRef = { familyId: `fam_${randomUUID()}`, tokenHash: 'h_first' };
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    admin = adminConnection(redis.url);
+    prefix = uniquePrefix('oom');
+    const client = createRedisClient({ url: redis.url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+    store = new RedisStore(client, prefix);
+    store.subscribe((event) => events.push(event));
+    expect(await waitUntilReady(client, 5_000)).toBe(true);
+    await store.ping();
+
+    // State from which every write operation would write.
+    await store.sessions.createFamily({ token: family, credentialId: 'cred-1', expiresAt: T0 + DAY, now: T0 });
+    await store.idempotency.reserve('acct:released', { owner: 'gw-a', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
+    await store.idempotency.release('acct:released', { owner: 'gw-a', now: T0, keepUntil: T0 + DAY });
+    await store.idempotency.reserve('acct:pending', { owner: 'gw-a', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
+    await store.lockouts.recordFailure('alice', { now: T0, maxFailures: 5, lockoutMs: 60_000 });
+    await store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 }).consume('alice');
+  }, 30_000);
+
+  afterAll(async () => {
+    await store?.close();
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  /** Every key of the store with its serialized value: what "nothing changed" compares. */
+  async function snapshot(): Promise<Map<string, string>> {
+    const keys = (await keysWithPrefix(admin, prefix)).sort();
+    const values = await Promise.all(keys.map(async (key) => (await admin.dumpBuffer(key))?.toString('base64') ?? 'gone'));
+    return new Map(keys.map((key, index) => [key, values[index] ?? 'gone']));
+  }
+
+  const writes: [string, () => Promise<unknown>][] = [
+    [
+      'sessions.createFamily (MULTI)',
+      () => store.sessions.createFamily({ token: { familyId: `fam_${randomUUID()}`, tokenHash: 'h' }, credentialId: 'c', expiresAt: T0 + DAY, now: T0 }),
+    ],
+    [
+      'sessions.rotate',
+      () => store.sessions.rotate({ token: family, credentialId: 'cred-1', newTokenHash: 'h_next', newExpiresAt: T0 + DAY, now: T0 + 1, graceMs: 60_000 }),
+    ],
+    ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token: family, credentialId: 'cred-1', now: T0 + 1, graceMs: 60_000 })],
+    // A released claim is taken over by deleting the hash and writing it anew: the script that wrote past maxmemory.
+    [
+      'idempotency.reserve (takes over a released claim)',
+      () => store.idempotency.reserve('acct:released', { owner: 'gw-b', now: T0 + 1, leaseMs: 10_000, attempt: ATTEMPT }),
+    ],
+    [
+      'idempotency.reserve (a new key)',
+      () => store.idempotency.reserve(`acct:${randomUUID()}`, { owner: 'gw-b', now: T0 + 1, leaseMs: 10_000, attempt: ATTEMPT }),
+    ],
+    [
+      'idempotency.complete (its own claim)',
+      () => store.idempotency.complete('acct:pending', { owner: 'gw-a', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 1 }),
+    ],
+    ['idempotency.release (its own claim)', () => store.idempotency.release('acct:pending', { owner: 'gw-a', now: T0 + 1, keepUntil: T0 + DAY })],
+    ['lockouts.recordFailure', () => store.lockouts.recordFailure('alice', { now: T0 + 1, maxFailures: 5, lockoutMs: 60_000 })],
+    ['limiter consume (rlflxIncr)', () => store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 }).consume('alice')],
+  ];
+
+  it('refuses every write before it writes, names the failure out_of_memory, and counts each', async () => {
+    ({ fillers } = await fillUntilOutOfMemory(admin));
+    const before = await snapshot();
+    const memoryBefore = await serverMemory(admin);
+
+    const outcomes: Record<string, unknown> = {};
+    for (const [name, write] of writes) {
+      outcomes[name] = await write().then(
+        (answer) => ({ answered: answer }),
+        (error: unknown) =>
+          error instanceof StoreUnavailableError
+            ? { refused: error.failure?.reason }
+            : { other: error instanceof RateLimiterRes ? 'over the limit' : String(error) },
+      );
+    }
+    expect(outcomes).toEqual(Object.fromEntries(writes.map(([name]) => [name, { refused: 'out_of_memory' }])));
+
+    // Nothing the store holds changed, and no key was added.
+    expect(await snapshot()).toEqual(before);
+    const memoryAfter = await serverMemory(admin);
+    expect(memoryAfter.keys).toBe(memoryBefore.keys);
+    // Buffers and bookkeeping move a few hundred bytes; one refused card record alone is over 1 KB.
+    expect(memoryAfter.dataset - memoryBefore.dataset).toBeLessThan(1024);
+    expect(store.describe().failedOperations).toMatchObject({ out_of_memory: writes.length });
+  });
+
+  it('still answers reads, and deletes (which free memory)', async () => {
+    await expect(store.idempotency.peek('acct:released', T0 + 1)).resolves.toMatchObject({ state: 'reserved', previous: ATTEMPT });
+    await expect(store.lockouts.lockedUntil('alice', T0 + 1)).resolves.toBe(0);
+  });
+
+  it('describes itself down with the reason, says so once, and /readyz gets the reason from ping', async () => {
+    const refused = await store.ping().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(StoreUnavailableError);
+    expect((refused as StoreUnavailableError).reason).toMatch(
+      /^out_of_memory: used memory \d+ of maxmemory \d+ bytes on 127\.0\.0\.1:\d+; writes are refused \(OOM\)$/,
+    );
+    expect(store.describe()).toMatchObject({ up: false, failure: { reason: 'out_of_memory' }, evictingPolicy: undefined });
+    expect(store.describe().memoryUsedRatio).toBeGreaterThan(0.95);
+    await store.ping().catch(() => undefined);
+    expect(events.filter((event) => event.kind === 'down')).toEqual([expect.objectContaining({ kind: 'down', reason: 'out_of_memory' })]);
+  });
+
+  it('serves every write again once memory is freed, from the state it had', async () => {
+    await freeFillers(admin, fillers);
+    await store.ping();
+    expect(store.describe()).toMatchObject({ up: true, failure: undefined });
+    expect(events.map((event) => event.kind)).toEqual(['up', 'down', 'up']);
+    await expect(store.idempotency.reserve('acct:released', { owner: 'gw-b', now: T0 + 2, leaseMs: 10_000, attempt: ATTEMPT })).resolves.toEqual({
+      state: 'reserved',
+      previous: ATTEMPT,
+    });
+    await expect(
+      store.idempotency.complete('acct:pending', { owner: 'gw-a', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 2 }),
+    ).resolves.toBeUndefined();
+    await expect(
+      store.sessions.rotate({ token: family, credentialId: 'cred-1', newTokenHash: 'h_next', newExpiresAt: T0 + DAY, now: T0 + 2, graceMs: 60_000 }),
+    ).resolves.toBe('rotated');
+    await expect(store.lockouts.recordFailure('alice', { now: T0 + 2, maxFailures: 5, lockoutMs: 60_000 })).resolves.toBe(0);
+    await expect(store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 }).consume('alice')).resolves.toMatchObject({
+      consumedPoints: 2,
+    });
+  });
+});
