@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
 import { buildGateway, type Gateway } from './app.js';
+import { ConfigError } from './config/config-error.js';
 import type { GatewayConfig } from './config/load-config.js';
 import { systemClock, type Clock } from './foundation/clock.js';
 import { createFileAuditSink, type AuditSink } from './observability/audit.js';
 import { createLogDestination, createLogger, type LogDestination } from './observability/logger.js';
 import { GatewayMetrics } from './observability/metrics.js';
+import { STORE_LOG } from './observability/store-observer.js';
 import { createStore, waitForStore } from './store/create-store.js';
 import type { GatewayStore } from './store/store-types.js';
 
@@ -34,7 +36,8 @@ export interface ComposedGateway {
 /**
  * The one wiring of a runnable gateway from a loaded config: logger, metrics, store, audit
  * trail, the in-process sandbox connector of the local default, and the app. The entry point,
- * the benchmark's servers and the OpenAPI command all compose through here.
+ * the benchmark's servers and the OpenAPI command all compose through here. Throws ConfigError
+ * when a production store runs an evicting maxmemory-policy (D54).
  */
 export async function composeGateway(config: GatewayConfig, options: ComposeOptions = {}): Promise<ComposedGateway> {
   const clock = options.clock ?? systemClock;
@@ -51,10 +54,18 @@ export async function composeGateway(config: GatewayConfig, options: ComposeOpti
   const drops = logDestination;
   if (drops) metrics.observeLogDrops(() => drops.dropped);
 
-  const store = options.store ?? createStore(config.store, () => clock.now());
-  // Each change of the store's state or master is logged once (observability/store-observer.ts).
-  if (!options.store && !(await waitForStore(store, 3000)))
-    log.warn({ topology: store.describe().topology }, 'store not reachable at start; /readyz reports not ready until it is');
+  const store = options.store ?? createStore(config.store, () => clock.now(), { evictingPolicy: config.environment === 'production' ? 'refuse' : 'warn' });
+  // Each change of the store's state or master is logged once (observability/store-observer.ts);
+  // this is the line for the state it starts in, with its reason (D55).
+  if (!options.store && !(await waitForStore(store, 3000))) {
+    const { topology, failure } = store.describe();
+    if (failure?.reason === 'evicting_policy') {
+      // D54 in D32's list: a production start refused, exit 78, the problem named like the others.
+      await store.close();
+      throw new ConfigError([`${config.file}: store.redis: ${failure.detail}`]);
+    }
+    log.warn({ topology, ...(failure && { reason: failure.reason, detail: failure.detail }) }, STORE_LOG.downAtStart);
+  }
 
   // The sandbox is a development tool: loaded only when the local default asks for it, never
   // imported by the production entry point's code paths.

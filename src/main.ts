@@ -70,9 +70,10 @@ async function prepareLocal(file: string): Promise<void> {
   }
 }
 
-async function loadOrExit(file: string): Promise<GatewayConfig> {
+/** Runs `work`; a ConfigError ends the process with its problems on stderr, exit 78. */
+async function orExit<T>(work: () => Promise<T>): Promise<T> {
   try {
-    return await loadConfig(file);
+    return await work();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -81,6 +82,8 @@ async function loadOrExit(file: string): Promise<GatewayConfig> {
     throw error;
   }
 }
+
+const loadOrExit = (file: string): Promise<GatewayConfig> => orExit(() => loadConfig(file));
 
 let command: Command;
 try {
@@ -113,7 +116,8 @@ const file = configPath(command.file);
 await prepareLocal(file);
 // The config the process started with: restart-only sections stay as they are until a restart.
 const config = await loadOrExit(file);
-const composed = await composeGateway(config);
+// The store's own settings are checked once it answers (D54: production refuses an evicting policy).
+const composed = await orExit(() => composeGateway(config));
 const { gateway, logger, audit } = composed;
 
 let running;

@@ -124,6 +124,10 @@ export const METRIC_CATALOGUE: ReadonlySet<string> = new Set([
   'gateway_store_up',
   'gateway_store_info',
   'gateway_store_master_changes_total',
+  // D54, D55 (issue 22)
+  'gateway_store_down_reason',
+  'gateway_store_operation_failures_total',
+  'gateway_store_memory_used_ratio',
   // prom-client defaults used by the dashboard
   'process_cpu_seconds_total',
   'process_resident_memory_bytes',

@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
+import { STORE_LOG } from '../../src/observability/store-observer.js';
 import { createStore } from '../../src/store/create-store.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
 import { metricValue, postLogin, postLogout, postRefresh, waitFor } from '../support/auth-requests.js';
@@ -422,7 +423,7 @@ export async function expectSurvivedFailover(report: FailoverReport, replicas: R
     const lines = gw.logs.lines.map((line) => JSON.parse(line) as { msg?: string; level?: number; err?: { stack?: string } });
     // No 503 is an error with a stack trace (issue 10: ~1,400 such lines per replica in 5 s before).
     expect(lines.filter((line) => (line.level ?? 0) >= 50 || (line.err?.stack ?? '') !== '')).toEqual([]);
-    const downLines = lines.filter((line) => line.msg?.startsWith('store unreachable')).length;
+    const downLines = lines.filter((line) => line.msg === STORE_LOG.down).length;
     expect(downLines).toBeGreaterThanOrEqual(1);
     expect(downLines).toBeLessThanOrEqual(3);
     expect(await metricValue(gw, 'gateway_store_unavailable_total')).toBeGreaterThan(downLines);

@@ -72,6 +72,16 @@ const KNOWN_AT_ZERO: readonly { metric: string; label: string; values: readonly 
     values: ['ok', 'timeout', 'status', 'refused', 'reset', 'invalid_answer', 'error'],
   },
   {
+    metric: 'gateway_store_operation_failures_total',
+    label: 'reason',
+    values: ['unreachable', 'timed_out', 'authentication_refused', 'out_of_memory', 'evicting_policy', 'read_only'],
+  },
+  {
+    metric: 'gateway_store_down_reason',
+    label: 'reason',
+    values: ['unreachable', 'timed_out', 'authentication_refused', 'out_of_memory', 'evicting_policy', 'read_only'],
+  },
+  {
     metric: 'gateway_store_command_duration_seconds_count',
     label: 'operation',
     values: ['reserve', 'complete', 'release', 'peek', 'rotate', 'revoke', 'create_family', 'limiter', 'lockout', 'ping'],
@@ -92,6 +102,7 @@ const STARTING_VALUES: Record<string, number> = {
   gateway_connector_pool_saturated: 0,
   gateway_connector_pool_queued: 0,
   gateway_idempotency_waiters: 0,
+  gateway_store_memory_used_ratio: 0,
 };
 
 function checkedScrape(text: string): Map<string, MetricFamily> {
