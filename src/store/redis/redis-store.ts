@@ -24,7 +24,7 @@ import {
   type TokenRef,
 } from '../store-types.js';
 import type { StoreClient } from './redis-client.js';
-import { evictingPolicies, judgeServers, memoryUsedRatio, nameFailure, parseServerInfo, type ServerState } from './server-state.js';
+import { evictingPolicies, judgeServers, memoryUsedRatio, nameFailure, NOT_CONNECTED, parseServerInfo, type ServerState } from './server-state.js';
 
 /*
  * Every multi-step change is one Lua script, so concurrent refreshes, logouts and card
@@ -263,7 +263,7 @@ export class RedisStore implements GatewayStore {
   /** Redis refused a write with OOM, and memory has not had room since (server-state.ts's margin). */
   #refusedWrites = false;
   readonly #failedOperations = noFailedOperations();
-  #checking: Promise<void> | undefined;
+  #checking: Promise<StoreFailure | undefined> | undefined;
   /** A check was asked for while one ran (a reconnection, a success while down): one more after it. */
   #recheck = false;
   #lastCheckAt = 0;
@@ -363,35 +363,25 @@ export class RedisStore implements GatewayStore {
    */
   #watch(client: StoreClient): void {
     // Without a listener ioredis prints every failed reconnect attempt; the monitor reports instead.
-    client.on('error', (error: Error) => {
-      this.#connectionError = error;
-    });
-    client.on('close', () => this.#suspect());
+    client.on('error', (error: Error) => this.#connectionFailed(error));
     client.on('end', () => this.#suspect());
     if (client instanceof Cluster) {
-      client.on('node error', (error: Error) => {
-        this.#connectionError = error;
-      });
+      client.on('node error', (error: Error) => this.#connectionFailed(error));
       client.on('-node', () => this.#suspect());
       client.on('refresh', () => this.#clusterRefreshed(client));
       client.on('ready', () => {
-        this.#connectionError = undefined;
+        this.#connected();
         this.#clusterRefreshed(client);
-        this.#checkSoon();
       });
       return;
     }
     if (this.#topology === 'standalone') {
       this.#masters = [`${client.options.host ?? '127.0.0.1'}:${client.options.port ?? 6379}`];
       // Reconnected: served again from now on, so said so now, not at the next scheduled check.
-      client.on('ready', () => {
-        this.#connectionError = undefined;
-        this.#checkSoon();
-      });
+      client.on('ready', () => this.#connected());
       return;
     }
     client.on('ready', () => {
-      this.#connectionError = undefined;
       // The server this connection reached: Sentinel's master at the time of connecting.
       const { remoteAddress, remotePort } = client.stream;
       if (remoteAddress === undefined || remotePort === undefined) return;
@@ -402,8 +392,20 @@ export class RedisStore implements GatewayStore {
         this.#masterChanges += 1;
         this.#emit({ kind: 'master-changed', from: previous, to: master });
       }
-      this.#checkSoon();
+      this.#connected();
     });
+  }
+
+  /** A connection attempt failed, saying why: checked now (attempts come at most every 50 to 500 ms). */
+  #connectionFailed(error: Error): void {
+    this.#connectionError = error;
+    this.#checkSoon();
+  }
+
+  /** (Re)connected: served again from now on, so checked now, not at the next scheduled check. */
+  #connected(): void {
+    this.#connectionError = undefined;
+    this.#checkSoon();
   }
 
   /** A new slot map: one event per slot range whose master changed (a shard's failover). */
@@ -454,8 +456,13 @@ export class RedisStore implements GatewayStore {
     return Promise.all(masters.map(async (master) => parseServerInfo(master, await nodes.get(master)!.info(...INFO_SECTIONS))));
   }
 
-  /** One health check at a time; its result is the store's state (D54, D55). */
-  #check(): Promise<void> {
+  /**
+   * One health check at a time; its result is the store's state (D54, D55), and what it found
+   * (readiness answers by it). A check that finds the connection closed and being made again,
+   * with no failed attempt yet, leaves the state as it was: the attempt names the cause (refused,
+   * WRONGPASS, ...), or the connection is ready again and the next check judges the server.
+   */
+  #check(): Promise<StoreFailure | undefined> {
     this.#checking ??= (async () => {
       this.#lastCheckAt = performance.now();
       let failure: StoreFailure | undefined;
@@ -472,8 +479,11 @@ export class RedisStore implements GatewayStore {
         }
       } catch (error) {
         failure = nameFailure(error, this.#connectionError);
+        // Down already, the known reason stands (a read-only master drops every connection a write met).
+        if (failure.detail === NOT_CONNECTED && this.#redis.status !== 'end') return this.#up === false ? this.#failure : failure;
       }
       this.#setState(failure);
+      return failure;
     })().finally(() => {
       this.#checking = undefined;
       if (this.#recheck && !this.#closed) {
@@ -931,8 +941,8 @@ export class RedisStore implements GatewayStore {
   }
 
   async ping(): Promise<void> {
-    await this.#check();
-    if (this.#up !== true) throw new StoreUnavailableError(new Error(this.#failure.detail), this.#failure);
+    const failure = (await this.#check()) ?? (this.#up === true ? undefined : this.#failure);
+    if (failure) throw new StoreUnavailableError(new Error(failure.detail), failure);
   }
 
   async close(): Promise<void> {

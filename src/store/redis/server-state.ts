@@ -90,16 +90,18 @@ export function judgeServers(states: readonly ServerState[], options: { refuseEv
   return undefined;
 }
 
-/** ioredis's words for "not connected", which hide why (the connection's own error says it). */
-const NOT_CONNECTED = [
+/** ioredis's (and rate-limiter-flexible's) words for "not connected", which hide why (the connection's own error says it). */
+const NOT_CONNECTED_TEXTS = [
   "Stream isn't writeable",
+  'Redis connection is not ready',
   'Connection is closed',
   "Cluster isn't ready",
   'None of startup nodes is available',
   'Reached the max retries per request limit',
-  'no connection to master',
-  'no cluster slot map yet',
 ];
+
+/** The detail of a failure that is only "not connected, no attempt failed yet": why is not known. */
+export const NOT_CONNECTED = 'not connected; reconnecting';
 
 const TIMED_OUT = ['store command timed out', 'Command timed out', 'script arrived after its deadline'];
 
@@ -131,6 +133,9 @@ export function nameFailure(error: unknown, connectionError?: Error): StoreFailu
   if (/^READONLY\b/.test(detail)) return { reason: 'read_only', detail };
   if (/^(NOAUTH|WRONGPASS)\b|^ERR invalid (username-)?password/.test(detail)) return { reason: 'authentication_refused', detail };
   if (TIMED_OUT.some((text) => detail.startsWith(text))) return { reason: 'timed_out', detail };
-  if (NOT_CONNECTED.some((text) => detail.startsWith(text)) && connectionError && connectionError !== found) return nameFailure(connectionError);
+  if (NOT_CONNECTED_TEXTS.some((text) => detail.startsWith(text))) {
+    if (connectionError && connectionError !== found) return nameFailure(connectionError);
+    return { reason: 'unreachable', detail: NOT_CONNECTED };
+  }
   return { reason: 'unreachable', detail };
 }
