@@ -59,6 +59,8 @@ describe('alert rules', () => {
     const expressions = alerts().map((alert) => alert.expr).join('\n');
     for (const wanted of [
       'gateway_store_up == 0',
+      'gateway_store_down_reason{reason="out_of_memory"}',
+      'gateway_store_memory_used_ratio',
       'gateway_connector_errors_total',
       'status_code=~"5.."',
       'limiter="login_lockout"',
