@@ -162,10 +162,10 @@ export class GatewayError extends Error {
   }
 }
 
-/** Field problems as details: the first MAX_LISTED_FIELDS, and a count of the rest. */
-function fieldDetails(fields: readonly FieldProblem[]): ErrorDetails {
-  if (fields.length <= MAX_LISTED_FIELDS) return { fields: [...fields] };
-  return { fields: fields.slice(0, MAX_LISTED_FIELDS), fieldsOmitted: fields.length - MAX_LISTED_FIELDS };
+/** Field problems as details: the first MAX_LISTED_FIELDS, and a count of the rest (`alsoOmitted`: ones the caller already left out). */
+function fieldDetails(fields: readonly FieldProblem[], alsoOmitted: number): ErrorDetails {
+  const omitted = Math.max(0, fields.length - MAX_LISTED_FIELDS) + alsoOmitted;
+  return omitted === 0 ? { fields: [...fields] } : { fields: fields.slice(0, MAX_LISTED_FIELDS), fieldsOmitted: omitted };
 }
 
 export const errors = {
@@ -175,7 +175,8 @@ export const errors = {
   notFound: () => new GatewayError('not_found', 'Resource not found'),
   methodNotAllowed: (allow: string) => new GatewayError('method_not_allowed', 'Method not allowed', { headers: { allow } }),
   requestTimeout: () => new GatewayError('request_timeout', 'Request timeout'),
-  validation: (fields: readonly FieldProblem[]) => new GatewayError('validation_failed', 'Request validation failed', { details: fieldDetails(fields) }),
+  validation: (fields: readonly FieldProblem[], alsoOmitted = 0) =>
+    new GatewayError('validation_failed', 'Request validation failed', { details: fieldDetails(fields, alsoOmitted) }),
   malformedJson: () => new GatewayError('malformed_json', 'Request body is not valid JSON'),
   emptyBody: () => new GatewayError('empty_body', 'Request body is empty'),
   bodyTooLarge: () => new GatewayError('body_too_large', 'Request body is too large'),
