@@ -50,10 +50,10 @@ export class CredentialRevocations {
 
   /**
    * Whether an access token with these claims may still act for `credential`: issued under its
-   * current secret, and not before its not-before instant (`iat` is in whole seconds).
+   * current secret, and not before its not-before instant (`iat` carries milliseconds).
    */
   accepts(credential: Credential, claims: { iat: number; secretFingerprint: string | undefined }): boolean {
-    return claims.secretFingerprint === credential.secretFingerprint && claims.iat * 1000 >= this.notBefore(credential.id);
+    return claims.secretFingerprint === credential.secretFingerprint && Math.round(claims.iat * 1000) >= this.notBefore(credential.id);
   }
 
   /**

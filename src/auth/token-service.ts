@@ -17,7 +17,7 @@ export interface AccessClaims {
   jti: string;
   /** Epoch seconds. */
   exp: number;
-  /** Epoch seconds. */
+  /** Epoch seconds, with milliseconds in the fraction (D41). */
   iat: number;
   /** The credential's secret fingerprint when the token was issued; undefined in a token from before D41. */
   secretFingerprint: string | undefined;
@@ -74,14 +74,16 @@ export class TokenService {
   }
 
   async issueAccessToken(credential: Credential): Promise<IssuedToken> {
-    const iat = toEpochSeconds(this.#clock.now());
-    const expiresAt = iat + this.#settings.accessTokenTtlSeconds;
+    const nowMs = this.#clock.now();
+    const expiresAt = toEpochSeconds(nowMs) + this.#settings.accessTokenTtlSeconds;
     const token = await new SignJWT({ [SECRET_FINGERPRINT_CLAIM]: credential.secretFingerprint })
       .setProtectedHeader({ alg: this.#settings.algorithm, kid: this.#settings.signingKey.kid, typ: ACCESS_TOKEN_TYPE })
       .setSubject(credential.id)
       .setIssuer(this.#settings.issuer)
       .setAudience(this.#settings.audience)
-      .setIssuedAt(iat)
+      // To the millisecond (a NumericDate may have a fraction, RFC 7519 section 2): a token issued
+      // in the same second as its credential's deactivation is still told apart (D41).
+      .setIssuedAt(nowMs / 1000)
       .setExpirationTime(expiresAt)
       .setJti(randomUUID())
       .sign(this.#signingKey);

@@ -110,6 +110,20 @@ describe('session end and age (D41)', () => {
     expect(gw.audit.events().filter((event) => event.event === 'credential.sessions_ended')).toHaveLength(2);
   });
 
+  it('tells apart, to the millisecond, a token issued just before the deactivation from one issued at the reactivation, within one second', async () => {
+    const gw = await open();
+    gw.clock.set(T0 + 500);
+    const before = await login(gw);
+    gw.clock.set(T0 + 501);
+    await gw.gateway.reload(await testConfig({}, credentials(false)));
+    await gw.gateway.reload(await testConfig({}, credentials(true)));
+    const after = await login(gw);
+    expect((await getWhoami(gw, before.accessToken)).json()).toMatchObject({ code: 'token_revoked' });
+    expect((await getWhoami(gw, after.accessToken)).json()).toEqual({ credential: 'cred-full' });
+    expect((await postRefresh(gw, after.accessToken, before.refreshToken)).json()).toMatchObject({ code: 'refresh_token_revoked' });
+    await refreshOk(gw, after.accessToken, after.refreshToken);
+  });
+
   it('keeps sessions from before a password change dead when the old hash comes back', async () => {
     const gw = await open();
     const before = await login(gw);
