@@ -64,10 +64,18 @@ describe('the credentials runbook, performed on two replicas (D7, D41)', () => {
   const gateways = () => [replicas.a!, replicas.b!];
   const auditOf = (replica: 'a' | 'b') => join(written.dir, `audit-${replica}.jsonl`);
 
+  /** Undone in reverse order after the suite, each as soon as what it undoes exists. */
+  const undo: (() => Promise<void> | void)[] = [];
+
   beforeAll(async () => {
     const entry = builtEntryPoints();
     [connector, ca] = await Promise.all([startSandboxConnector({ host: '127.0.0.1', port: 0 }), testCertificatePem()]);
+    undo.push(() => connector.close());
     redis = new Redis(requireRedisUrl(), { maxRetriesPerRequest: 1 });
+    undo.push(async () => {
+      await deleteKeysWithPrefix(redis, prefix);
+      redis.disconnect();
+    });
     const base: RawConfig = await rawTestConfig({
       trustedProxies: [],
       store: { kind: 'redis', redis: { url: requireRedisUrl(), keyPrefix: prefix } },
@@ -76,6 +84,7 @@ describe('the credentials runbook, performed on two replicas (D7, D41)', () => {
     });
     // One credentials file, two config files (each replica its own audit file), as one environment's replicas.
     written = await writeTestConfig({ ...base, audit: { file: 'audit-a.jsonl' } }, DEFAULT_CREDENTIALS);
+    undo.push(() => rmSync(written.dir, { recursive: true, force: true }));
     secondConfig = join(written.dir, 'gateway-b.yaml');
     writeFileSync(secondConfig, stringify({ ...base, audit: { file: 'audit-b.jsonl' } }));
     for (const file of [written.file, secondConfig, written.credentialsFile]) utimesSync(file, FIXED_MTIME_SECONDS, FIXED_MTIME_SECONDS);
@@ -85,12 +94,7 @@ describe('the credentials runbook, performed on two replicas (D7, D41)', () => {
 
   afterAll(async () => {
     await killAll();
-    await connector?.close();
-    if (redis) {
-      await deleteKeysWithPrefix(redis, prefix);
-      redis.disconnect();
-    }
-    if (written) rmSync(written.dir, { recursive: true, force: true });
+    for (const step of undo.reverse()) await step();
   });
 
   // ------------------------------------------------------------------------------------------ steps
