@@ -21,8 +21,9 @@ const REFUSALS: Partial<Record<GatewayError['code'], EdgeRefusal>> = {
  * The protected scope's first onRequest hook: authenticate the bearer token, then resolve the
  * credential on every request so deactivation applies at once (D7), then whether the token's
  * session has ended with the credential's secret (D41: checked in memory, no store round trip),
- * then the credential's own address ranges (D10). Failed authentication is audited in per-minute summaries per source
- * (D34): a client replaying a forged token cannot turn the audit trail into a log of its attempts.
+ * then the credential's own address ranges (D10). Failed authentication is audited in
+ * per-minute summaries per source (D34): a client replaying a forged token cannot turn the
+ * audit trail into a log of its attempts.
  */
 export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettings; outcomes: Outcomes; revocations: CredentialRevocations }) {
   const { tokens, live, outcomes, revocations } = deps;
