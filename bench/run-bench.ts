@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick | --soak | --profile]`
+ * `npm run bench [-- --quick | --soak | --hostile | --profile]`
  *
  * Starts everything on loopback (sandbox connectors, a bare proxy, gateways on the memory store
  * and on a private redis-server), drives each scenario from a separate process, and prints a
@@ -12,7 +12,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
+import { Agent, request } from 'node:https';
 import { createServer as createNetServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,13 +20,17 @@ import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import selfsigned from 'selfsigned';
 import { stringify } from 'yaml';
+import { scanStrictJson, type SchemaNode } from '../src/edge/strict-json.js';
+import { CardRequestSchema } from '../src/cards/card-schemas.js';
 import { hashPassword } from '../src/foundation/password-hash.js';
+import { BODY_SHAPES, hostileBody } from './hostile-bodies.js';
 import type { AttackOptions } from './attack.js';
 import type { LoadOptions, LoadResult } from './load.js';
 
 const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
 const SOAK = argv.has('--soak');
+const HOSTILE = argv.has('--hostile');
 const PROFILE = argv.has('--profile');
 const RUNS = Number(process.env['BENCH_RUNS'] ?? (QUICK ? 1 : 3));
 const DURATION = Number(process.env['BENCH_DURATION'] ?? (QUICK ? 3 : 8));
@@ -241,7 +245,7 @@ async function prepare(dir: string, connectorUrl: string, redisUrl: string, clus
     redis: { kind: 'redis', redis: { url: redisUrl, keyPrefix: 'bench:' } },
     cluster: { kind: 'redis', redis: { cluster: { nodes: clusterNodes }, keyPrefix: 'bench:' } },
   };
-  for (const kind of ['memory', 'redis', 'cluster'] as const) {
+  for (const kind of ['memory', 'redis', 'cluster', 'hostile'] as const) {
     const config = {
       environment: 'sandbox',
       listeners: { https: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } },
@@ -250,14 +254,16 @@ async function prepare(dir: string, connectorUrl: string, redisUrl: string, clus
       // X-Forwarded-For from 10/8 to look like many clients. The attacker (127.0.0.2, .3) is not trusted.
       trustedProxies: ['127.0.0.1/32'],
       allowlist: ['127.0.0.0/8', '10.0.0.0/8'],
-      store: stores[kind],
+      store: stores[kind === 'hostile' ? 'memory' : kind],
       connector: { url: connectorUrl, timeoutMs: 5000, connections: 64 },
       tokens: { issuer: 'https://bench.invalid/', audience: 'card-issuing-bench', signingKey: { kid: 'bench-1', privateKey: { file: 'signing.key' } } },
       credentialsFile: 'credentials.yaml',
       issuingAccounts: { 'acct-bench-eu': { currencies: ['EUR'] } },
-      cards: { encryptionKey: { kid: 'bench-1', key: { file: 'card.key' } } },
+      cards: { encryptionKey: { kid: 'bench-1', key: { file: 'card.key' } }, ...(kind === 'hostile' && { bodyLimitBytes: HOSTILE_SIZES.at(-1) }) },
       audit: { file: `audit-${kind}.jsonl` },
       logging: { level: 'info' },
+      // The hostile-body scenario sends every body from one address: its limit must not answer for the reader.
+      ...(kind === 'hostile' && { rateLimits: { loginPerAddress: { points: 1_000_000, windowSeconds: 60 } } }),
     };
     writeFileSync(join(dir, `gateway-${kind}.yaml`), stringify(config));
   }
@@ -411,6 +417,7 @@ async function main(): Promise<void> {
     if (PROFILE) mkdirSync(join(root, 'bench', 'profiles'), { recursive: true });
 
     if (SOAK) return await soak(started, dir, ca);
+    if (HOSTILE) return await hostileBodies(started, dir, ca);
 
     // Every server is up at once (all idle but the one under load), and the scenarios take
     // turns run by run: a slow spell of a shared VM then hits every scenario alike instead of
@@ -662,6 +669,126 @@ async function soak(started: (cpu: number, args: string[]) => Promise<Server>, d
   };
   writeFileSync(join(root, 'bench', 'soak-results.json'), `${JSON.stringify(soakResult, null, 2)}\n`);
   process.stdout.write(`${JSON.stringify(soakResult, null, 2)}\nwrote bench/soak-results.json\n`);
+}
+
+/** Body sizes of the hostile-body scenario: the default bodyLimit and the largest one allowed. */
+const HOSTILE_SIZES = [16 * 1024, 1024 * 1024];
+/** Bytes of one shape sent per size and route: enough requests for the CPU figure to settle. */
+const HOSTILE_BYTES = Number(process.env['BENCH_HOSTILE_MIB'] ?? (QUICK ? 4 : 16)) * 1024 * 1024;
+
+/** POSTs `body` `count` times, one after another on one kept-alive TLS connection; returns the statuses seen. */
+async function postMany(url: string, body: string, count: number, ca: Buffer, headers: Record<string, string>): Promise<Record<string, number>> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1, ca });
+  const statuses: Record<string, number> = {};
+  try {
+    for (let i = 0; i < count; i += 1) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      statuses[status] = (statuses[status] ?? 0) + 1;
+    }
+  } finally {
+    agent.destroy();
+  }
+  return statuses;
+}
+
+/**
+ * `-- --hostile` (D42): the server CPU per KiB of body of each hostile shape (bench/hostile-bodies.ts)
+ * at 16 KiB and at 1 MiB, on login (no token) and on card creation, next to a flat body of the same
+ * size; and the strict reader's own CPU per KiB, in this process, beside its count of characters
+ * read. Writes bench/hostile-results.json.
+ */
+async function hostileBodies(started: (cpu: number, args: string[]) => Promise<Server>, dir: string, ca: Buffer): Promise<void> {
+  const gateway = await started(0, ['gateway', 'hostile', dir]);
+  const token = String((await httpsJson(gateway.url, '/api/v1/auth/login', { username: 'bench', password: PASSWORD }, ca))['accessToken']);
+  const routes: { route: string; path: string; headers: Record<string, string> }[] = [
+    { route: 'login', path: '/api/v1/auth/login', headers: {} },
+    { route: 'card', path: '/api/v1/issuing/cards', headers: { authorization: `Bearer ${token}` } },
+  ];
+  const rows: {
+    route: string;
+    bytes: number;
+    shape: string;
+    requests: number;
+    cpuUsPerRequest: number;
+    cpuUsPerKiB: number;
+    xFlat: number;
+    statuses: Record<string, number>;
+  }[] = [];
+  for (const bytes of HOSTILE_SIZES) {
+    const count = Math.max(8, Math.round(HOSTILE_BYTES / bytes));
+    for (const { route, path, headers } of routes) {
+      let flat = 0;
+      for (const shape of BODY_SHAPES) {
+        const body = hostileBody(shape, bytes);
+        process.stderr.write(`bench: hostile ${route} ${shape} ${bytes} B x ${count}\n`);
+        await postMany(`${gateway.url}${path}`, body, Math.max(2, count / 8), ca, headers);
+        const before = await gateway.cpuMicros();
+        const statuses = await postMany(`${gateway.url}${path}`, body, count, ca, headers);
+        const cpuUsPerRequest = ((await gateway.cpuMicros()) - before) / count;
+        const cpuUsPerKiB = cpuUsPerRequest / (body.length / 1024);
+        if (shape === 'flat') flat = cpuUsPerKiB;
+        rows.push({
+          route,
+          bytes,
+          shape,
+          requests: count,
+          cpuUsPerRequest: Math.round(cpuUsPerRequest),
+          cpuUsPerKiB: +cpuUsPerKiB.toFixed(2),
+          xFlat: +(cpuUsPerKiB / flat).toFixed(2),
+          statuses,
+        });
+      }
+    }
+  }
+  // The reader alone, in this process: CPU per KiB and characters read per character.
+  const reader: { bytes: number; shape: string; cpuUsPerKiB: number; xFlat: number; workPerChar: number; depth: number }[] = [];
+  for (const bytes of HOSTILE_SIZES) {
+    let flat = 0;
+    for (const shape of BODY_SHAPES) {
+      const body = hostileBody(shape, bytes);
+      const rounds = Math.max(8, Math.round(HOSTILE_BYTES / bytes));
+      for (let i = 0; i < rounds / 4; i += 1) scanStrictJson(body, CardRequestSchema as SchemaNode);
+      const before = process.cpuUsage();
+      let report = scanStrictJson(body, CardRequestSchema as SchemaNode);
+      for (let i = 1; i < rounds; i += 1) report = scanStrictJson(body, CardRequestSchema as SchemaNode);
+      const used = process.cpuUsage(before);
+      const cpuUsPerKiB = (used.user + used.system) / rounds / (body.length / 1024);
+      if (shape === 'flat') flat = cpuUsPerKiB;
+      reader.push({
+        bytes,
+        shape,
+        cpuUsPerKiB: +cpuUsPerKiB.toFixed(3),
+        xFlat: +(cpuUsPerKiB / flat).toFixed(2),
+        workPerChar: +(report.work / body.length).toFixed(3),
+        depth: report.depth,
+      });
+    }
+  }
+  const worst = Math.max(...rows.map((row) => row.xFlat));
+  const result = {
+    date: new Date().toISOString(),
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, pinned: pinning },
+    target: { xFlat: 3, worst, met: worst <= 3 },
+    gateway: rows,
+    reader,
+  };
+  writeFileSync(join(root, 'bench', 'hostile-results.json'), `${JSON.stringify(result, null, 2)}\n`);
+  const line = (cells: (string | number)[]) => cells.map((cell, i) => String(cell).padEnd([8, 9, 22, 10, 12, 8][i] ?? 10)).join('  ');
+  process.stdout.write(`${line(['route', 'bytes', 'shape', 'µs/req', 'µs/KiB', 'x flat'])}\n`);
+  for (const row of rows)
+    process.stdout.write(`${line([row.route, row.bytes, row.shape, row.cpuUsPerRequest, row.cpuUsPerKiB, row.xFlat])}  ${JSON.stringify(row.statuses)}\n`);
+  process.stdout.write(`\nreader alone (this process)\n${line(['', 'bytes', 'shape', 'work/char', 'µs/KiB', 'x flat'])}\n`);
+  for (const row of reader) process.stdout.write(`${line(['', row.bytes, row.shape, row.workPerChar, row.cpuUsPerKiB, row.xFlat])}\n`);
+  process.stdout.write(
+    `\nD42 (every shape within 3x of a flat body of its size, through the gateway): worst ${worst}x, ${worst <= 3 ? 'met' : 'NOT met'}\nwrote bench/hostile-results.json\n`,
+  );
 }
 
 if (!existsSync(join(distBench, 'serve.js'))) throw new Error('run through `npm run bench` (it builds dist/ first)');

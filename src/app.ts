@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AuthRateLimits } from './auth/auth-rate-limits.js';
+import { CredentialRevocations } from './auth/credential-revocations.js';
 import { PasswordHashGate } from './auth/password-hash-gate.js';
 import { SessionService } from './auth/session-service.js';
 import { TokenService } from './auth/token-service.js';
@@ -32,7 +33,7 @@ import { createDummyHash } from './foundation/password-hash.js';
 import { buildAdminServer, type ReadinessProbe } from './edge/admin-server.js';
 import type { AuditSink } from './observability/audit.js';
 import { GatewayMetrics } from './observability/metrics.js';
-import { OutcomeRecorder } from './observability/outcomes.js';
+import { OutcomeRecorder, type RequestContext } from './observability/outcomes.js';
 import { installRequestMetrics } from './edge/request-metrics.js';
 import { instrumentStore } from './observability/store-timing.js';
 import { observeStore } from './observability/store-observer.js';
@@ -64,8 +65,12 @@ export interface Gateway {
   readonly outcomes: OutcomeRecorder;
   /** The hardened public listeners (D25): the TLS one is `app.server`; `plain` builds the D9 one. */
   readonly servers: PublicServers;
-  /** Applies the reloadable parts of a new, already validated config (D22). */
-  reload(config: GatewayConfig): void;
+  /**
+   * Applies the reloadable parts of a new, already validated config (D22) at once; the returned
+   * promise settles once credentials deactivated or given a new secret have had their sessions
+   * ended in the shared store too (D41). `context` names the reload in the audit trail.
+   */
+  reload(config: GatewayConfig, context?: RequestContext): Promise<void>;
   /** Writes the audit summaries of refusals now, rather than when their minute ends (tests, shutdown). */
   flushAudit(): void;
   /** From now on `/readyz` answers 503: the first step of a shutdown behind a load balancer (D38). */
@@ -92,6 +97,9 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   const outcomes = new OutcomeRecorder(metrics, audit);
   const live = new LiveSettings(config);
   const tokens = await TokenService.create(config.tokens, clock);
+  // D41: read before the first request; a store that does not answer yet is retried in the background.
+  const revocations = new CredentialRevocations({ store: store.notBefore, clock, outcomes, logger });
+  await revocations.start(config.credentials);
 
   // Use cases.
   const sessions = new SessionService({
@@ -101,6 +109,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     live,
     settings: config,
     outcomes,
+    revocations,
     hashGate: new PasswordHashGate(config.passwordHashing.maxConcurrent, config.passwordHashing.maxConcurrentPerAddress),
     dummyHash: await createDummyHash(),
   });
@@ -164,7 +173,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   deps.extend?.public?.(app);
   // Everything else needs a bearer token (D12): one encapsulated scope, one guard.
   await app.register(async (scope) => {
-    scope.addHook('onRequest', createBearerGuard({ tokens, live, outcomes }));
+    scope.addHook('onRequest', createBearerGuard({ tokens, live, outcomes, revocations }));
     scope.addHook('onRequest', permissionHook({ outcomes }));
     registerRefreshRoute(scope, sessions);
     registerLogoutRoute(scope, sessions);
@@ -174,7 +183,10 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
 
   // Store metrics (up, topology, master changes) and one log line per change of the store's state or master.
   const unobserveStore = observeStore(deps.store, { registry: metrics.registry, logger });
-  app.addHook('onClose', async () => unobserveStore());
+  app.addHook('onClose', async () => {
+    unobserveStore();
+    revocations.close();
+  });
 
   let draining = false;
   const probes: ReadinessProbe[] = [
@@ -198,7 +210,11 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     tokens,
     outcomes,
     servers,
-    reload: (next) => live.apply(next),
+    reload: (next, context = { correlationId: randomUUID(), clientAddress: 'local' }) => {
+      const previous = live.current.credentials;
+      live.apply(next);
+      return revocations.applied(previous, next.credentials, context);
+    },
     flushAudit: () => audit.flushDenials(),
     markDraining: () => {
       draining = true;

@@ -49,7 +49,7 @@ export async function composeGateway(config: GatewayConfig, options: ComposeOpti
     logger = createLogger(config.logging.level, logDestination);
   }
   const log = logger;
-  for (const warning of config.warnings) log.warn({ problem: warning }, 'unsafe setting (production would refuse to start)');
+  for (const warning of config.warnings) log.warn({ problem: warning }, 'unsafe setting');
   const metrics = new GatewayMetrics();
   const drops = logDestination;
   if (drops) metrics.observeLogDrops(() => drops.dropped);

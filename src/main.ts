@@ -197,10 +197,13 @@ async function reloadOnce(trigger: string): Promise<void> {
     const next = await loadConfig(file);
     if (next.environment !== config.environment)
       throw new ConfigError([`${file}: environment: cannot change from ${config.environment} to ${next.environment} without a restart`]);
-    gateway.reload(next);
+    const context = signalContext();
+    // Applied at once; the promise is the shared store learning of ended sessions (D41), which
+    // retries by itself while the store is away and must not hold the reload's bookkeeping.
+    void gateway.reload(next, context);
     if (!stopping) watchFiles([file, next.credentialsFile]);
     const pending = restartNeeded(config, next);
-    gateway.outcomes.record({ name: 'config.reloaded' }, signalContext());
+    gateway.outcomes.record({ name: 'config.reloaded' }, context);
     logger.info(
       {
         trigger,

@@ -33,11 +33,18 @@ const MIN_USABLE_MS = 5_000;
 const FAILED_REFRESH_PAUSE_MS = 5_000;
 /**
  * 401 codes to a logout that mean the session is already over at the gateway (the refresh-token
- * family revoked, expired or unknown, the credential deactivated): what logout asked for. Any
- * other 401 (`token_expired`, `token_invalid`, ...) refused the access token before the gateway
- * looked at the refresh token, so nothing was revoked.
+ * family revoked, expired or unknown, the credential deactivated, or the session ended with its
+ * credential's secret: `token_revoked`, whose session no refresh token can revive): what logout
+ * asked for. Any other 401 (`token_expired`, `token_invalid`, ...) refused the access token
+ * before the gateway looked at the refresh token, so nothing was revoked.
  */
-const SESSION_OVER_CODES: ReadonlySet<string> = new Set(['refresh_token_invalid', 'refresh_token_expired', 'refresh_token_revoked', 'credential_inactive']);
+const SESSION_OVER_CODES: ReadonlySet<string> = new Set([
+  'refresh_token_invalid',
+  'refresh_token_expired',
+  'refresh_token_revoked',
+  'credential_inactive',
+  'token_revoked',
+]);
 
 export type Operation = 'login' | 'refresh' | 'logout' | 'createCard';
 
@@ -287,7 +294,7 @@ export class CardGatewayClient {
    * Revokes the session at the gateway (the refresh token's whole family) and forgets it. The
    * access token is refreshed first when due, as for any call: the gateway refuses an expired one
    * before it looks at the refresh token. A 401 saying the session is already over
-   * (`refresh_token_*`, `credential_inactive`) is the outcome asked for, so it resolves too. A 401
+   * (`refresh_token_*`, `credential_inactive`, `token_revoked`) is the outcome asked for, so it resolves too. A 401
    * refusing the access token (`token_expired`, `token_invalid`, ...) revoked nothing: the session
    * is forgotten here, but logout rejects with SessionEndedError `revoke_failed`, because its
    * refresh tokens stay valid at the gateway until they expire. Any other failure keeps the
@@ -388,8 +395,9 @@ export class CardGatewayClient {
   }
 
   /**
-   * A 401 on an authenticated call: the token is expired, invalid or its credential inactive,
-   * and an expired token cannot be refreshed, so the session is over. Unless the token used is
+   * A 401 on an authenticated call: the token is expired, invalid, revoked (its session ended
+   * with its credential, D41) or its credential inactive, and such a token cannot be refreshed,
+   * so the session is over. Unless the token used is
    * no longer the current one (a refresh replaced it meanwhile): then only that call failed.
    */
   #sessionRejected(bearer: string, error: ApiError): CardGatewayError {

@@ -19,6 +19,7 @@ export const GATEWAY_ERROR_CODES = {
   token_malformed: 401,
   token_invalid: 401,
   token_expired: 401,
+  token_revoked: 401,
   token_in_url: 401,
   credential_inactive: 401,
   refresh_token_invalid: 401,
@@ -201,10 +202,12 @@ const END_MESSAGES: Record<SessionEndReason, string> = {
 };
 
 const GATEWAY_CODE_HINTS: Partial<Record<string, string>> = {
-  refresh_token_revoked: 'the refresh token family was revoked (a logout elsewhere, or an old refresh token reused after its 60 s grace)',
-  refresh_token_expired: 'the refresh token expired (24 h after it was issued)',
+  refresh_token_revoked:
+    'the refresh token family was revoked (a logout elsewhere, an old refresh token reused after its 60 s grace, or the credential deactivated or given a new password since the login)',
+  refresh_token_expired: "the refresh token expired (24 h after it was issued, or at the session's end, a week after its login by default)",
   refresh_token_invalid: 'the refresh token is unknown or already revoked',
   token_expired: 'the access token expired before it could be refreshed',
+  token_revoked: 'the session ended with its credential: deactivated or given a new password since the login',
   token_invalid: 'the access token is not accepted',
   credential_inactive: 'the credential was deactivated by the operator',
 };

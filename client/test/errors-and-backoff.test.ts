@@ -59,7 +59,7 @@ describe('client error catalogue and retry timing', () => {
       retryable: false,
     });
     expect(ended.message).toBe(
-      'The session has ended: the gateway refused to refresh it: the refresh token family was revoked (a logout elsewhere, or an old refresh token reused after its 60 s grace) (refresh_token_revoked); log in again',
+      'The session has ended: the gateway refused to refresh it: the refresh token family was revoked (a logout elsewhere, an old refresh token reused after its 60 s grace, or the credential deactivated or given a new password since the login) (refresh_token_revoked); log in again',
     );
     expect(ended.cause).toBe(cause);
     const copy = ended.withContext({ attempts: 3, requestId: 'r-1' });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError, SessionEndedError, type SessionTokens } from '../src/index.js';
+import { DEFAULT_CREDENTIALS, testConfig } from '../../test/support/gateway-fixture.js';
 import { cardInput, PASSWORD, rejectionOf, startRealGateway, type RealGateway } from './support/real-gateway.js';
 
 /**
@@ -194,6 +195,32 @@ describe('client sessions against a real gateway', () => {
     expect(a.session).toBeUndefined();
     // Logging out of an ended session does nothing and does not fail.
     await a.logout();
+  });
+
+  it('reports a session that ended with its credential (deactivated, then active again) as ended, token_revoked; its logout resolves (D41)', async () => {
+    g = await startRealGateway();
+    const client = g.client();
+    await client.login('full', PASSWORD);
+    const other = g.client();
+    await other.login('full', PASSWORD);
+    const withActive = (active: boolean) => DEFAULT_CREDENTIALS.map((credential) => (credential.id === 'cred-full' ? { ...credential, active } : credential));
+    g.gw.clock.advance(MINUTE);
+    await g.gw.gateway.reload(await testConfig({}, withActive(false)));
+    g.gw.clock.advance(MINUTE);
+    await g.gw.gateway.reload(await testConfig({}, withActive(true)));
+
+    const error = await rejectionOf(client.createCard(cardInput()));
+    expect(error).toBeInstanceOf(SessionEndedError);
+    expect(error).toMatchObject({ reason: 'access_rejected', gatewayCode: 'token_revoked', status: 401, retryable: false });
+    expect((error as SessionEndedError).message).toMatch(/credential.*log in again/);
+    expect(g.retries).toEqual([]);
+    expect((await g.connectorStats()).requestsReceived).toBe(0);
+    // The other client's session is over at the gateway too: its logout counts as done.
+    await other.logout();
+    expect(other.session).toBeUndefined();
+    // A new login works at once.
+    await client.login('full', PASSWORD);
+    expect((await client.createCard(cardInput())).card.status).toBe('active');
   });
 
   it('an access token that expired before it was refreshed ends the session (the gateway refreshes only with a valid one)', async () => {

@@ -9,10 +9,11 @@
 #     card-record-sbx-card-1.key        card-record key: 32 random bytes, 64 hex digits (D18, D37)
 #     connector-ca.crt                  CA the connector's certificate is checked against
 #     connector-client.crt, .key        client certificate for mutual TLS to the connector
+#     redis-password                    the Redis password, as a file (D50)
 #   secrets/connector/                the sandbox connector's files:
 #     tls.crt, tls.key                  its server certificate (connector, localhost, 127.0.0.1)
 #     client-ca.crt                     CA whose client certificates it accepts
-#   gateway.env                       REDIS_PASSWORD (read by the gateways and Redis)
+#   gateway.env                       REDIS_PASSWORD, the same password, for Redis's requirepass
 #   credentials/credentials.yaml      one active sandbox credential, `sandbox-demo`
 #   sandbox-demo.password             its password (also printed once)
 #
@@ -97,6 +98,12 @@ fi
 if [[ ! -f "$state/gateway.env" ]]; then
   printf 'REDIS_PASSWORD=%s\n' "$(openssl rand -hex 24)" > "$state/gateway.env"
   made+=("$state/gateway.env")
+fi
+# The gateways read the password from a file (D50), Redis from gateway.env: one password, two
+# shapes. Made from gateway.env, so a state folder from before keeps its password.
+if [[ ! -f "$gw/redis-password" ]]; then
+  sed -n 's/^REDIS_PASSWORD=//p' "$state/gateway.env" | tr -d '\n' > "$gw/redis-password"
+  made+=("$gw/redis-password")
 fi
 
 if [[ ! -f "$state/credentials/credentials.yaml" ]]; then

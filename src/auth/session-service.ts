@@ -7,7 +7,7 @@ import { addressBucket } from '../foundation/address-ranges.js';
 import { errors, type GatewayError } from '../foundation/errors.js';
 import { verifyPassword, type ParsedHash } from '../foundation/password-hash.js';
 import type { Outcomes, RefreshFailure, RequestContext } from '../observability/outcomes.js';
-import type { GatewayStore, RotateOutcome } from '../store/store-types.js';
+import type { GatewayStore, RotateResult, SessionBinding } from '../store/store-types.js';
 import { subjectKey } from './auth-rate-limits.js';
 import type { PasswordHashGate } from './password-hash-gate.js';
 import { newRefreshToken, parseRefreshToken } from './refresh-token.js';
@@ -30,8 +30,11 @@ const REFRESH_FAILURES: Record<RefreshFailure, () => GatewayError> = {
   unknown: () => errors.refreshTokenInvalid(),
   mismatch: () => errors.refreshTokenInvalid(),
   revoked: errors.refreshTokenRevoked,
+  ended: errors.refreshTokenRevoked,
   expired: errors.refreshTokenExpired,
 };
+
+const HOUR_MS = 3_600_000;
 
 /**
  * Sessions: login, refresh and logout (spec 4.1-4.3, D3-D7, D11a, D27). Plain inputs, typed
@@ -47,6 +50,8 @@ export class SessionService {
       live: LiveSettings;
       settings: Pick<GatewayConfig, 'tokens' | 'rateLimits'>;
       outcomes: Outcomes;
+      /** Credentials' not-before instants (D41), held in memory (credential-revocations.ts). */
+      revocations: { notBefore(credentialId: string): number };
       hashGate: PasswordHashGate;
       /** A real scrypt hash that unknown usernames are checked against, so they cost what a wrong password costs. */
       dummyHash: ParsedHash;
@@ -114,8 +119,17 @@ export class SessionService {
 
     const now = clock.now();
     const refresh = newRefreshToken();
-    const refreshExpiresAt = now + settings.tokens.refreshTokenTtlSeconds * 1000;
-    await store.sessions.createFamily({ token: refresh.ref, credentialId: credential.id, expiresAt: refreshExpiresAt, now });
+    // D41: the session ends at login + sessionMaxAgeHours, whatever its rotations; no token outlives it.
+    const sessionEndsAt = now + settings.tokens.sessionMaxAgeHours * HOUR_MS;
+    const refreshExpiresAt = Math.min(now + settings.tokens.refreshTokenTtlSeconds * 1000, sessionEndsAt);
+    await store.sessions.createFamily({
+      token: refresh.ref,
+      credentialId: credential.id,
+      fingerprint: credential.secretFingerprint,
+      expiresAt: refreshExpiresAt,
+      endsAt: sessionEndsAt,
+      now,
+    });
     const [access, id] = await Promise.all([tokens.issueAccessToken(credential), tokens.issueIdToken(credential, toEpochSeconds(now))]);
     outcomes.record({ name: 'login.succeeded', credential: credential.id }, input);
     return {
@@ -135,24 +149,24 @@ export class SessionService {
     const presented = parseRefreshToken(input.refreshToken);
     const now = clock.now();
     const next = newRefreshToken(presented?.familyId);
-    const nextExpiresAt = now + settings.tokens.refreshTokenTtlSeconds * 1000;
-    const outcome: RotateOutcome = presented
+    const rotation: RotateResult = presented
       ? await store.sessions.rotate({
           token: presented,
           credentialId: credential.id,
+          ...this.#binding(credential),
           newTokenHash: next.ref.tokenHash,
-          newExpiresAt: nextExpiresAt,
+          newExpiresAt: now + settings.tokens.refreshTokenTtlSeconds * 1000,
           now,
           graceMs: settings.tokens.refreshGraceSeconds * 1000,
         })
-      : 'unknown';
-    if (outcome === 'reuse') {
+      : { outcome: 'unknown' };
+    if (rotation.outcome === 'reuse') {
       outcomes.record({ name: 'refresh.reuse_detected', credential: credential.id, during: 'refresh' }, input);
       throw errors.refreshTokenRevoked();
     }
-    if (outcome !== 'rotated') {
-      outcomes.record({ name: 'refresh.failed', credential: credential.id, reason: outcome }, input);
-      throw REFRESH_FAILURES[outcome]();
+    if (rotation.outcome !== 'rotated') {
+      outcomes.record({ name: 'refresh.failed', credential: credential.id, reason: rotation.outcome }, input);
+      throw REFRESH_FAILURES[rotation.outcome]();
     }
     const access = await tokens.issueAccessToken(credential);
     outcomes.record({ name: 'refresh.succeeded', credential: credential.id }, input);
@@ -160,8 +174,14 @@ export class SessionService {
       accessToken: access.token,
       accessTokenExpiresAt: access.expiresAt,
       refreshToken: next.token,
-      refreshTokenExpiresAt: toEpochSeconds(nextExpiresAt),
+      // The earlier of the token's own lifetime and the session's end (the store capped it).
+      refreshTokenExpiresAt: toEpochSeconds(rotation.expiresAt),
     };
+  }
+
+  /** What a refresh or logout checks the session against (D41): the credential's secret and not-before instant now. */
+  #binding(credential: Credential): SessionBinding {
+    return { fingerprint: credential.secretFingerprint, notBefore: this.deps.revocations.notBefore(credential.id) };
   }
 
   /**
@@ -176,6 +196,7 @@ export class SessionService {
       ? await store.sessions.revokeFamily({
           token: presented,
           credentialId: credential.id,
+          ...this.#binding(credential),
           now: clock.now(),
           graceMs: settings.tokens.refreshGraceSeconds * 1000,
         })
@@ -186,6 +207,7 @@ export class SessionService {
     }
     outcomes.record({ name: 'logout.failed', credential: credential.id, reason: outcome }, input);
     if (outcome === 'rotated-out') outcomes.record({ name: 'refresh.reuse_detected', credential: credential.id, during: 'logout' }, input);
+    if (outcome === 'ended') throw errors.refreshTokenRevoked();
     throw outcome === 'expired' ? errors.refreshTokenExpired() : errors.refreshTokenInvalid('Refresh token is invalid or already revoked');
   }
 }

@@ -9,11 +9,18 @@ import { VerifiedTokenCache } from './verified-token-cache.js';
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 
+/** The private claim carrying the credential's secret fingerprint (D41). */
+export const SECRET_FINGERPRINT_CLAIM = 'csf';
+
 export interface AccessClaims {
   sub: string;
   jti: string;
   /** Epoch seconds. */
   exp: number;
+  /** Epoch seconds, with milliseconds in the fraction (D41). */
+  iat: number;
+  /** The credential's secret fingerprint when the token was issued; undefined in a token from before D41. */
+  secretFingerprint: string | undefined;
 }
 
 export interface IssuedToken {
@@ -67,14 +74,16 @@ export class TokenService {
   }
 
   async issueAccessToken(credential: Credential): Promise<IssuedToken> {
-    const iat = toEpochSeconds(this.#clock.now());
-    const expiresAt = iat + this.#settings.accessTokenTtlSeconds;
-    const token = await new SignJWT({})
+    const nowMs = this.#clock.now();
+    const expiresAt = toEpochSeconds(nowMs) + this.#settings.accessTokenTtlSeconds;
+    const token = await new SignJWT({ [SECRET_FINGERPRINT_CLAIM]: credential.secretFingerprint })
       .setProtectedHeader({ alg: this.#settings.algorithm, kid: this.#settings.signingKey.kid, typ: ACCESS_TOKEN_TYPE })
       .setSubject(credential.id)
       .setIssuer(this.#settings.issuer)
       .setAudience(this.#settings.audience)
-      .setIssuedAt(iat)
+      // To the millisecond (a NumericDate may have a fraction, RFC 7519 section 2): a token issued
+      // in the same second as its credential's deactivation is still told apart (D41).
+      .setIssuedAt(nowMs / 1000)
       .setExpirationTime(expiresAt)
       .setJti(randomUUID())
       .sign(this.#signingKey);
@@ -127,8 +136,16 @@ export class TokenService {
         clockTolerance: this.#settings.clockToleranceSeconds,
         currentDate: new Date(nowMs),
       });
-      if (typeof payload.sub !== 'string' || typeof payload.jti !== 'string' || typeof payload.exp !== 'number') throw new TypeError('claims');
-      claims = { sub: payload.sub, jti: payload.jti, exp: payload.exp };
+      if (typeof payload.sub !== 'string' || typeof payload.jti !== 'string' || typeof payload.exp !== 'number' || typeof payload.iat !== 'number')
+        throw new TypeError('claims');
+      const fingerprint = payload[SECRET_FINGERPRINT_CLAIM];
+      claims = {
+        sub: payload.sub,
+        jti: payload.jti,
+        exp: payload.exp,
+        iat: payload.iat,
+        secretFingerprint: typeof fingerprint === 'string' ? fingerprint : undefined,
+      };
     } catch (error) {
       throw (error as { code?: string }).code === 'ERR_JWT_EXPIRED' ? errors.tokenExpired() : errors.tokenInvalid();
     }

@@ -46,6 +46,13 @@ const nextOwner = (): string => `${PROCESS_ID}:${(claims += 1)}`;
 type WaitOutcome = { state: 'completed'; record: StoredCard } | { state: 'free' } | { state: 'timeout'; leaseExpiresAt: number };
 
 /**
+ * The one spelling of a requestId (a UUID, whose letters compare case-insensitively): the
+ * store's key, the connector's Idempotency-Key, the sealing's associated data and the audit
+ * trail all use it, so one request reads the same across them.
+ */
+export const canonicalRequestId = (requestId: string): string => requestId.toLowerCase();
+
+/**
  * Idempotent card creation (D16, D17, D28, D31): claim (issuing account, requestId) atomically in
  * the shared store, forward once, keep the answer (secrets sealed, D18) for 24 h.
  *
@@ -77,7 +84,7 @@ export class CardIssuance {
   ) {}
 
   async issue(input: IssueInput): Promise<IssuedCard> {
-    const requestId = input.body.requestId.toLowerCase();
+    const requestId = canonicalRequestId(input.body.requestId);
     // One string is the store's record key, the connector's Idempotency-Key and the sealing's
     // associated data: a drift between them would make records unopenable or cards duplicate.
     const recordKey = connectorIdempotencyKey(input.issuingAccount, requestId);
@@ -212,7 +219,7 @@ export class CardIssuance {
   async #forward(recordKey: string, owner: string, input: IssueInput): Promise<ConnectorReply> {
     const { connector, metrics, store, clock, settings } = this.deps;
     const payload: ConnectorCardRequest = {
-      requestId: input.body.requestId.toLowerCase(),
+      requestId: canonicalRequestId(input.body.requestId),
       issuingAccount: input.issuingAccount,
       requestedCardLimit: input.body.cardLimit,
       cardLimit: input.effectiveLimit,

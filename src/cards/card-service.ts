@@ -2,7 +2,7 @@ import type { LiveSettings } from '../config/live-settings.js';
 import type { Credential } from '../config/credentials-file.js';
 import { errors } from '../foundation/errors.js';
 import type { Outcomes, RequestContext } from '../observability/outcomes.js';
-import { connectorFailureOf, type CardIssuance } from './card-issuance.js';
+import { canonicalRequestId, connectorFailureOf, type CardIssuance } from './card-issuance.js';
 import type { CardRequest, CardResponse } from './card-schemas.js';
 import type { CardSealer } from './card-sealing.js';
 import { checkCardRequest } from './validate-card-request.js';
@@ -39,7 +39,8 @@ export class CardService {
     const { problems, effectiveLimit } = checkCardRequest(body, live.current.issuingAccounts.get(credential.issuingAccount));
     if (problems.length > 0) throw errors.validation(problems);
 
-    const ids = { credential: credential.id, requestId: body.requestId };
+    // Audited in the store's and the connector's spelling, not the client's.
+    const ids = { credential: credential.id, requestId: canonicalRequestId(body.requestId) };
     let issued;
     try {
       issued = await issuance.issue({
@@ -66,7 +67,7 @@ export class CardService {
       // D28: a card's details belong to the credential that created it, even within one account.
       if ((issued.replayed || issued.connectorReplay) && issued.record.creator !== credential.id) {
         outcomes.record(
-          { name: 'access.denied', credential: credential.id, reason: 'reveal_not_creator', requestId: body.requestId, cardId: card.cardId },
+          { name: 'access.denied', credential: credential.id, reason: 'reveal_not_creator', requestId: ids.requestId, cardId: card.cardId },
           input,
         );
         throw errors.permissionDenied(NOT_CREATOR);

@@ -143,6 +143,8 @@ export const ConfigFileSchema = Type.Object(
         algorithm: Type.Union([Type.Literal('EdDSA'), Type.Literal('ES256')], { default: 'EdDSA' }),
         accessTokenTtlSeconds: PositiveInt({ maximum: 3600, default: 3600 }),
         refreshTokenTtlSeconds: PositiveInt({ maximum: 86400, default: 86400 }),
+        // D41: every session's absolute end, counted from its login; rotations never move it.
+        sessionMaxAgeHours: Type.Integer({ minimum: 1, maximum: 720, default: 168 }),
         refreshGraceSeconds: Type.Integer({ minimum: 0, maximum: 60, default: 60 }),
         clockToleranceSeconds: Type.Integer({ minimum: 0, maximum: 60, default: 5 }),
         verifiedTokenCacheSize: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 10000 }),

@@ -4,7 +4,7 @@ import { Ajv } from 'ajv';
 import { compileRanges, type AddressRanges } from '../foundation/address-ranges.js';
 import { ConfigError, describeAjvErrors } from './config-error.js';
 import { readYamlFile } from './read-yaml-file.js';
-import { parsePasswordHash, type ParsedHash } from '../foundation/password-hash.js';
+import { parsePasswordHash, passwordHashFingerprint, type ParsedHash } from '../foundation/password-hash.js';
 
 export const PERMISSIONS = ['cards:create', 'cards:reveal'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -35,6 +35,8 @@ export interface Credential {
   readonly id: string;
   readonly username: string;
   readonly passwordHash: ParsedHash;
+  /** D41: a fingerprint of the hash line (never the hash), carried by tokens and sessions. */
+  readonly secretFingerprint: string;
   readonly issuingAccount: string;
   readonly permissions: ReadonlySet<Permission>;
   /** Empty source list: any address the environment allowlist admits. */
@@ -50,6 +52,8 @@ export function admitsAddress(credential: Credential, address: string): boolean 
 export interface CredentialDirectory {
   byId(id: string): Credential | undefined;
   byUsername(username: string): Credential | undefined;
+  /** Every credential, in the file's order. */
+  all(): readonly Credential[];
   readonly size: number;
 }
 
@@ -89,6 +93,7 @@ export async function loadCredentials(file: string, knownAccounts: ReadonlySet<s
       username: entry.username,
       // Frozen like the config around it (its salt and hash bytes are Buffers, which cannot be).
       passwordHash: Object.freeze(passwordHash),
+      secretFingerprint: passwordHashFingerprint(entry.passwordHash),
       issuingAccount: entry.issuingAccount,
       permissions: readonlySet(entry.permissions),
       addressRanges,
@@ -98,5 +103,6 @@ export async function loadCredentials(file: string, knownAccounts: ReadonlySet<s
     byUsername.set(entry.username, credential);
   });
   if (problems.length > 0) throw new ConfigError(problems);
-  return { byId: (id) => byId.get(id), byUsername: (name) => byUsername.get(name), size: byId.size };
+  const all = Object.freeze([...byId.values()]);
+  return { byId: (id) => byId.get(id), byUsername: (name) => byUsername.get(name), all: () => all, size: byId.size };
 }

@@ -402,8 +402,8 @@ export async function loadConfig(file: string, env: Environment = process.env): 
 
   const warnings: string[] = [];
   if (usable('environment', 'store', 'connector', 'logging')) {
-    for (const { field, problem } of unsafeSettings(raw, secretFiles)) {
-      if (raw.environment === 'production') problems.add(field, `${problem} (production refuses unsafe settings)`);
+    for (const { field, problem, inProduction } of unsafeSettings(raw, secretFiles)) {
+      if (raw.environment === 'production' && inProduction === 'refuse') problems.add(field, `${problem} (production refuses unsafe settings)`);
       else warnings.push(`${path}: ${field}: ${problem}`);
     }
   }

@@ -10,33 +10,83 @@ export interface SecretFileMode {
 /** Levels that write more than `info`: request detail that production must not log (D32). */
 const VERBOSE_LEVELS: ReadonlySet<string> = new Set(['debug', 'trace']);
 
+/** One unsafe setting: production refuses it (`refuse`), or starts and warns (`warn`). */
+export interface UnsafeSetting {
+  field: string;
+  problem: string;
+  inProduction: 'refuse' | 'warn';
+}
+
 /**
- * Settings that would put card data or credentials at risk in production (D32), as
- * `field: problem` pairs. Production refuses to start with any of them; sandbox and local log
- * them as warnings and start.
+ * Settings that would put card data or credentials at risk (D32, D50), as `field: problem`
+ * pairs: the one list of them. Production refuses to start with any marked `refuse` and warns
+ * about the others; sandbox and local log every one as a warning and start.
  */
-export function unsafeSettings(raw: ConfigFile, secretFiles: readonly SecretFileMode[]): { field: string; problem: string }[] {
-  const found: { field: string; problem: string }[] = [];
-  if (raw.store.kind === 'memory') found.push({ field: 'store.kind', problem: 'memory keeps state in one process only; use redis' });
+export function unsafeSettings(raw: ConfigFile, secretFiles: readonly SecretFileMode[]): UnsafeSetting[] {
+  const found: UnsafeSetting[] = [];
+  const refuse = (field: string, problem: string) => found.push({ field, problem, inProduction: 'refuse' });
+  if (raw.store.kind === 'memory') refuse('store.kind', 'memory keeps state in one process only; use redis');
+  if (raw.store.kind === 'redis' && raw.store.redis) found.push(...unsafeRedis(raw.store.redis));
   if (raw.connector.url.startsWith('http://')) {
-    found.push({ field: 'connector.url', problem: 'plain http:// would send PAN and CVC in clear text; use https://' });
+    refuse('connector.url', 'plain http:// would send PAN and CVC in clear text; use https://');
   } else {
     const mutualTls = Boolean(raw.connector.tls?.cert && raw.connector.tls.key);
     if (!mutualTls && !raw.connector.sharedSecret) {
-      found.push({
-        field: 'connector',
-        problem: 'the connector cannot authenticate the gateway: set connector.tls.cert and key (mutual TLS) or connector.sharedSecret',
-      });
+      refuse('connector', 'the connector cannot authenticate the gateway: set connector.tls.cert and key (mutual TLS) or connector.sharedSecret');
     }
   }
   for (const file of secretFiles) {
     if ((file.mode & 0o077) !== 0) {
-      found.push({
-        field: file.field,
-        problem: `file ${file.path} is accessible to group or others (mode ${(file.mode & 0o777).toString(8).padStart(4, '0')}); chmod 600 it`,
-      });
+      refuse(file.field, `file ${file.path} is accessible to group or others (mode ${(file.mode & 0o777).toString(8).padStart(4, '0')}); chmod 600 it`);
     }
   }
-  if (VERBOSE_LEVELS.has(raw.logging.level)) found.push({ field: 'logging.level', problem: `${raw.logging.level} is below info; use info or higher` });
+  if (VERBOSE_LEVELS.has(raw.logging.level)) refuse('logging.level', `${raw.logging.level} is below info; use info or higher`);
+  return found;
+}
+
+/**
+ * D50: Redis holds the sessions, lockouts and card records. Without a password anyone who reaches
+ * its port reads and rewrites them; a password from the environment (or in the url) shows in
+ * process listings, crash reports and `docker inspect`, where a file does not. Without TLS the
+ * password and every record cross the network in clear: production warns, as the network may
+ * be one the operator trusts.
+ */
+function unsafeRedis(redis: NonNullable<ConfigFile['store']['redis']>): UnsafeSetting[] {
+  const found: UnsafeSetting[] = [];
+  let urlPassword = false;
+  try {
+    urlPassword = redis.url !== undefined && new URL(redis.url).password !== '';
+  } catch {
+    // the loader reports a url it cannot use
+  }
+  if (urlPassword) {
+    found.push({
+      field: 'store.redis.url',
+      problem: 'carries a password; give it in a file instead (store.redis.password: { file: ... })',
+      inProduction: 'refuse',
+    });
+  }
+  if (redis.password === undefined) {
+    found.push({
+      field: 'store.redis.password',
+      problem: 'Redis without a password: anyone who reaches it reads and rewrites sessions and card records; set store.redis.password: { file: ... }',
+      inProduction: 'refuse',
+    });
+  } else if (redis.password.file === undefined) {
+    found.push({
+      field: 'store.redis.password',
+      problem: `is read from the environment variable ${redis.password.env ?? ''}, which process listings and crash reports show; read it from a file (store.redis.password: { file: ... })`,
+      inProduction: 'refuse',
+    });
+  }
+  const tls = redis.tls !== undefined || redis.url?.startsWith('rediss://') === true;
+  if (!tls) {
+    found.push({
+      field: 'store.redis.tls',
+      problem:
+        'no TLS to Redis: its password and every session and card record cross the network in clear; use rediss:// (or store.redis.tls for Sentinel and Cluster)',
+      inProduction: 'warn',
+    });
+  }
   return found;
 }

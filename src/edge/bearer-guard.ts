@@ -3,6 +3,7 @@ import type { LiveSettings } from '../config/live-settings.js';
 import { admitsAddress } from '../config/credentials-file.js';
 import { errors, GatewayError } from '../foundation/errors.js';
 import type { AccessClaims, TokenService } from '../auth/token-service.js';
+import type { CredentialRevocations } from '../auth/credential-revocations.js';
 import type { EdgeRefusal, Outcomes } from '../observability/outcomes.js';
 import './request-context.js';
 
@@ -18,12 +19,14 @@ const REFUSALS: Partial<Record<GatewayError['code'], EdgeRefusal>> = {
 
 /**
  * The protected scope's first onRequest hook: authenticate the bearer token, then resolve the
- * credential on every request so deactivation applies at once (D7), then the credential's own
- * address ranges (D10). Failed authentication is audited in per-minute summaries per source
- * (D34): a client replaying a forged token cannot turn the audit trail into a log of its attempts.
+ * credential on every request so deactivation applies at once (D7), then whether the token's
+ * session has ended with the credential's secret (D41: checked in memory, no store round trip),
+ * then the credential's own address ranges (D10). Failed authentication is audited in
+ * per-minute summaries per source (D34): a client replaying a forged token cannot turn the
+ * audit trail into a log of its attempts.
  */
-export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettings; outcomes: Outcomes }) {
-  const { tokens, live, outcomes } = deps;
+export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettings; outcomes: Outcomes; revocations: CredentialRevocations }) {
+  const { tokens, live, outcomes, revocations } = deps;
   const context = (request: FastifyRequest) => ({ correlationId: request.id, clientAddress: request.clientAddress });
 
   function unauthenticated(request: FastifyRequest, error: GatewayError): GatewayError {
@@ -42,6 +45,12 @@ export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettin
     if (!credential.active) {
       outcomes.record({ name: 'access.denied', credential: credential.id, reason: 'inactive' }, context(request));
       return errors.credentialInactive();
+    }
+    // Not yet known (the store did not answer since start): a token cannot be judged, so none is taken.
+    if (!revocations.loaded) return errors.storeUnavailable();
+    if (!revocations.accepts(credential, claims)) {
+      outcomes.record({ name: 'access.denied', credential: credential.id, reason: 'session_ended' }, context(request));
+      return errors.tokenRevoked();
     }
     if (!admitsAddress(credential, request.clientAddress)) {
       outcomes.record({ name: 'access.denied', credential: credential.id, reason: 'address' }, context(request));

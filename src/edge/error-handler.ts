@@ -54,7 +54,7 @@ const maskField = (field: FieldProblem): FieldProblem => ({ path: field.path.rep
 function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   if (error instanceof StoreUnavailableError) return errors.storeUnavailable(error);
-  if (error instanceof StrictJsonError) return errors.validation(error.fields.map(maskField));
+  if (error instanceof StrictJsonError) return errors.validation(error.fields.map(maskField), error.omitted);
   const fastifyError = error as Partial<FastifyError> & { validation?: AjvLikeError[]; validationContext?: string };
   if (Array.isArray(fastifyError.validation)) return errors.validation(validationFields(fastifyError.validation, fastifyError.validationContext));
   switch (fastifyError.code) {

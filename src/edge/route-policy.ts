@@ -45,14 +45,20 @@ export function permissionHook(deps: { outcomes: Outcomes }) {
   };
 }
 
+/** Limits whose subject is known before the body is read: applied before it is parsed (D42). */
+const BEFORE_BODY: ReadonlySet<LimitedAction> = new Set(['loginAddress']);
+
 /**
- * The rate limits a route declares, in order, after the body is parsed and validated (a login
- * is counted by its username): each refusal is a 429 with the limiter's headers; a passing
- * request carries the RateLimit-* headers of the limit closest to refusing (D11).
+ * The rate limits a route declares, in order: those that count the client's address before the
+ * body is read (a flood of hostile bodies from one address is refused without parsing any, D42),
+ * the others after the body is parsed and validated (a login is counted by its username). Each
+ * refusal is a 429 with the limiter's headers; a passing request carries the RateLimit-* headers
+ * of the limit closest to refusing (D11).
  */
 export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRateLimits; outcomes: Outcomes }): void {
-  const apply = async (request: FastifyRequest, reply: FastifyReply, actions: readonly LimitedAction[]): Promise<void> => {
-    const states: LimitState[] = [];
+  /** States of the limits already passed before the body, for the headers of the answer. */
+  const early = new WeakMap<FastifyRequest, LimitState[]>();
+  const apply = async (request: FastifyRequest, actions: readonly LimitedAction[], states: LimitState[]): Promise<void> => {
     for (const action of actions) {
       try {
         states.push(await deps.limits.consume(action, SUBJECTS[action](request)));
@@ -63,12 +69,30 @@ export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRate
         throw error;
       }
     }
-    reply.headers(rateLimitHeaders(tightest(states)!));
   };
-  // A callback hook: routes without limits (card creation) pass without a promise.
+  // Callback hooks: routes without limits (card creation) pass without a promise.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const actions = request.routeOptions.config.policy?.limits?.filter((action) => BEFORE_BODY.has(action));
+    if (!actions || actions.length === 0) return done(null, payload);
+    const states: LimitState[] = [];
+    early.set(request, states);
+    apply(request, actions, states).then(
+      () => done(null, payload),
+      (error: Error) => done(error),
+    );
+  });
   app.addHook('preHandler', (request, reply, done) => {
-    const actions = request.routeOptions.config.policy?.limits;
-    if (!actions || actions.length === 0) return done();
-    apply(request, reply, actions).then(() => done(), done);
+    const declared = request.routeOptions.config.policy?.limits;
+    if (!declared || declared.length === 0) return done();
+    const states = early.get(request) ?? [];
+    apply(
+      request,
+      declared.filter((action) => !BEFORE_BODY.has(action)),
+      states,
+    ).then(() => {
+      const closest = tightest(states);
+      if (closest) reply.headers(rateLimitHeaders(closest));
+      done();
+    }, done);
   });
 }

@@ -191,6 +191,7 @@ const EXAMPLE_ERRORS: Record<ErrorCode, GatewayError> = {
   token_malformed: errors.tokenMalformed(),
   token_invalid: errors.tokenInvalid(),
   token_expired: errors.tokenExpired(),
+  token_revoked: errors.tokenRevoked(),
   token_in_url: errors.tokenInUrl(),
   credential_inactive: errors.credentialInactive(),
   refresh_token_invalid: errors.refreshTokenInvalid(),
@@ -308,6 +309,7 @@ export const BEARER_CODES = [
   'token_malformed',
   'token_invalid',
   'token_expired',
+  'token_revoked',
   'credential_inactive',
   'permission_denied',
 ] as const satisfies readonly ErrorCode[];

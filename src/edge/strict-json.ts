@@ -1,88 +1,49 @@
-import type { FieldProblem } from '../foundation/errors.js';
+import { MAX_LISTED_FIELDS, type FieldProblem } from '../foundation/errors.js';
 
 /**
- * Strict JSON for request bodies (D29). `JSON.parse` checks the grammar and builds the value;
- * a second, linear pass over the same text finds what `JSON.parse` silently discards:
+ * Strict JSON for request bodies (D29), read at a cost linear in the body (D42). One pass over
+ * the text, before `JSON.parse`, finds what `JSON.parse` silently discards or would pay for:
  *
+ * - nesting deeper than MAX_DEPTH: the pass stops at the first bracket past it, so a body of
+ *   thousands of nested brackets costs 33 characters of reading and nothing else;
  * - a member name that appears twice in one object (JSON.parse keeps the last one),
  * - in an integer field, a number written with a fraction or an exponent (`1000.0`, `1e3`,
  *   `4503599627370497.5`, `99.99999999999999999`): JSON.parse turns several of them into valid
  *   looking integers the client never sent,
  * - in an integer field, a literal beyond 2^53 - 1, which JSON.parse rounds to a neighbour.
  *
+ * The pass keeps a stack of frames, one per open object or array, each holding its own schema
+ * node (walked alongside from the route's body schema) and the name or index it is at. A path
+ * string is built only for a problem that is reported, and only for the first MAX_LISTED_FIELDS
+ * of them (the rest are counted). Nothing is cached, so no client text is ever a key.
+ *
  * Why not a library: `lossless-json` accepts a repeated name when both values are equal and
  * reports no paths; `@humanwhocodes/momoa` (an AST with source ranges) costs 15-19 µs per
  * card body against about 3 µs for this pass; `JSON.parse`'s reviver with `context.source`
- * needs Node 22, and Node 20 is supported. The scan relies on `JSON.parse` having accepted the
- * text first, so it never has to decide what valid JSON is.
+ * needs Node 22, and Node 20 is supported. The pass does not decide what valid JSON is:
+ * `JSON.parse` runs after it, and its verdict on broken text comes first.
  */
 
+export const MAX_DEPTH = 32;
+export const TOO_DEEP = `nesting deeper than ${MAX_DEPTH} levels`;
 export const NOT_AN_INTEGER = 'must be a JSON integer (no fraction or exponent)';
 export const NOT_SAFE = 'must be a safe integer';
 export const DUPLICATE = 'appears more than once';
 export const FORBIDDEN_NAME = 'is not an allowed member name';
 
 export class StrictJsonError extends Error {
-  constructor(readonly fields: FieldProblem[]) {
+  /** `fields`: the first MAX_LISTED_FIELDS problems; `omitted`: how many more were found. */
+  constructor(
+    readonly fields: FieldProblem[],
+    readonly omitted = 0,
+  ) {
     super('strict JSON');
     this.name = 'StrictJsonError';
   }
 }
 
-/** A path segment: a member name or an array index. */
-type Segment = string | number;
-
-interface Frame {
-  kind: 'object' | 'array';
-  /** Member names seen so far (objects only). */
-  names: Set<string> | undefined;
-  /** The current member name or array index. */
-  at: Segment;
-}
-
-const isDigit = (code: number) => code >= 48 && code <= 57;
-
-/** `config.tolerance.percentage`, `config.allowedCategories[2]`: how error details name a field. */
-function formatPath(segments: readonly Segment[]): string {
-  let path = '';
-  for (const segment of segments) {
-    if (typeof segment === 'number') path += `[${segment}]`;
-    else path += path === '' ? segment : `.${segment}`;
-  }
-  return path === '' ? '(body)' : path;
-}
-
-/** Index just past the closing quote of the string that starts at `start` (a `"`). */
-function stringEnd(text: string, start: number): number {
-  let i = start + 1;
-  for (;;) {
-    const quote = text.indexOf('"', i);
-    // JSON.parse accepted the text, so a closing quote exists.
-    let backslashes = 0;
-    for (let j = quote - 1; j > start && text.charCodeAt(j) === 92; j -= 1) backslashes += 1;
-    if (backslashes % 2 === 0) return quote + 1;
-    i = quote + 1;
-  }
-}
-
-function decodeName(text: string, start: number, end: number): string {
-  const raw = text.slice(start + 1, end - 1);
-  return raw.includes('\\') ? (JSON.parse(text.slice(start, end)) as string) : raw;
-}
-
-/** Problems with the text of a number literal in an integer field, or undefined when it is fine. */
-function integerProblem(literal: string): string | undefined {
-  for (let i = 0; i < literal.length; i += 1) {
-    const code = literal.charCodeAt(i);
-    if (code === 46 || code === 101 || code === 69) return NOT_AN_INTEGER;
-  }
-  return Number.isSafeInteger(Number(literal)) ? undefined : NOT_SAFE;
-}
-
-/** Whether the field at a path is an integer field (from the route's body schema). */
-export type IntegerFieldTest = (path: readonly Segment[]) => boolean;
-
-interface SchemaNode {
+/** The part of a JSON schema the pass walks: where integers are, below which names and items. */
+export interface SchemaNode {
   type?: unknown;
   properties?: Record<string, SchemaNode>;
   patternProperties?: Record<string, SchemaNode>;
@@ -90,73 +51,139 @@ interface SchemaNode {
   items?: unknown;
 }
 
-/**
- * The integer fields of a JSON schema, as a test on paths. Only integer fields need their
- * spelling checked: a number anywhere else is already a type error the schema reports.
- */
-export function integerFields(schema: unknown): IntegerFieldTest {
-  const answers = new Map<string, boolean>();
-  return (path) => {
-    const key = path.join('\u0000');
-    let answer = answers.get(key);
-    if (answer === undefined) {
-      let node = schema as SchemaNode | undefined;
-      for (const segment of path) {
-        if (!node) break;
-        if (typeof segment === 'number') node = typeof node.items === 'object' ? (node.items as SchemaNode) : undefined;
-        else
-          node =
-            node.properties?.[segment] ??
-            (node.patternProperties ? Object.values(node.patternProperties)[0] : undefined) ??
-            (typeof node.additionalProperties === 'object' ? (node.additionalProperties as SchemaNode) : undefined);
-      }
-      answer = node?.type === 'integer';
-      // Paths come from the client: remember only a bounded number of answers.
-      if (answers.size < 1024) answers.set(key, answer);
-    }
-    return answer;
-  };
+/** What one pass cost and found: tests and the benchmark read the cost as counts, never as time. */
+export interface ScanReport {
+  problems: FieldProblem[];
+  /** Problems found beyond the listed ones. */
+  omitted: number;
+  /** The deepest nesting reached; MAX_DEPTH + 1 when the pass stopped there. */
+  depth: number;
+  /** Characters the pass read (each at most a small constant number of times), path segments written included. */
+  work: number;
+}
+
+interface Frame {
+  array: boolean;
+  /** This object's or array's own schema node. */
+  schema: SchemaNode | undefined;
+  /** The schema of the value being read now: the current member's, or the items'. */
+  value: SchemaNode | undefined;
+  /** Member names seen so far (objects only, made at the first name). */
+  names: Set<string> | undefined;
+  /** The current member name or array index. */
+  at: string | number;
+}
+
+const isDigit = (code: number) => code >= 48 && code <= 57;
+const asNode = (value: unknown): SchemaNode | undefined => (value !== null && typeof value === 'object' ? (value as SchemaNode) : undefined);
+
+/** The schema of member `name` of an object whose schema is `node` (own properties only: `constructor` is client text too). */
+function memberSchema(node: SchemaNode | undefined, name: string): SchemaNode | undefined {
+  if (!node) return undefined;
+  if (node.properties && Object.hasOwn(node.properties, name)) return node.properties[name];
+  if (node.patternProperties) {
+    for (const pattern in node.patternProperties) return node.patternProperties[pattern];
+  }
+  return asNode(node.additionalProperties);
+}
+
+/** Problems with the text of a number literal in an integer field, or undefined when it is fine. */
+function integerProblem(text: string, start: number, end: number): string | undefined {
+  for (let i = start; i < end; i += 1) {
+    const code = text.charCodeAt(i);
+    if (code === 46 || code === 101 || code === 69) return NOT_AN_INTEGER;
+  }
+  return Number.isSafeInteger(Number(text.slice(start, end))) ? undefined : NOT_SAFE;
 }
 
 /**
- * Finds duplicate names, prototype-polluting names and, in integer fields, numbers not written
- * as safe JSON integers, in JSON text that JSON.parse accepted.
+ * One pass over `text` with the body schema `schema`: the problems D29 names, or the nesting
+ * refusal of D42 (then the pass stopped at the bracket that went too deep). Never throws for
+ * text that is not JSON (that is `JSON.parse`'s to say, after); a member name with a broken
+ * escape is a SyntaxError.
  */
-function scanJson(text: string, isIntegerField: IntegerFieldTest = () => false): FieldProblem[] {
+export function scanStrictJson(text: string, schema?: SchemaNode): ScanReport {
   const problems: FieldProblem[] = [];
+  let omitted = 0;
   const stack: Frame[] = [];
-  const path = (last?: Segment): string => formatPath(last === undefined ? stack.map((f) => f.at) : [...stack.map((f) => f.at), last]);
+  let depth = 0;
+  let deepest = 0;
+  let work = 0;
   // After `{` or `,` inside an object the next string is a member name.
   let expectName = false;
-  let i = 0;
   const length = text.length;
+
+  const report = (message: string): void => {
+    if (problems.length >= MAX_LISTED_FIELDS) {
+      omitted += 1;
+      return;
+    }
+    // `config.tolerance.percentage`, `config.allowedCategories[2]`: how error details name a field.
+    let path = '';
+    for (const frame of stack) {
+      work += 1;
+      if (typeof frame.at === 'number') path += `[${frame.at}]`;
+      else path += path === '' ? frame.at : `.${frame.at}`;
+    }
+    problems.push({ path: path === '' ? '(body)' : path, message });
+  };
+
+  let i = 0;
   while (i < length) {
+    work += 1;
     const code = text.charCodeAt(i);
     if (code === 34 /* " */) {
-      const end = stringEnd(text, i);
+      // The closing quote is the first one not escaped: an odd run of backslashes escapes it.
+      // Each run is counted once, by the quote that follows it, so this stays linear.
+      let end = length;
+      for (let from = i + 1; from < length;) {
+        const quote = text.indexOf('"', from);
+        if (quote < 0) break;
+        let backslashes = 0;
+        for (let j = quote - 1; j > i && text.charCodeAt(j) === 92; j -= 1) backslashes += 1;
+        work += backslashes;
+        if (backslashes % 2 === 0) {
+          end = quote + 1;
+          break;
+        }
+        from = quote + 1;
+      }
+      work += end - i;
       const frame = stack[stack.length - 1];
-      if (expectName && frame?.kind === 'object') {
-        const name = decodeName(text, i, end);
+      if (expectName && frame !== undefined && !frame.array) {
+        const raw = text.slice(i + 1, end - 1);
+        const name = raw.includes('\\') ? (JSON.parse(text.slice(i, end)) as string) : raw;
+        work += raw.length;
         frame.at = name;
-        if (frame.names!.has(name)) problems.push({ path: path(), message: DUPLICATE });
-        else frame.names!.add(name);
-        if (name === '__proto__') problems.push({ path: path(), message: FORBIDDEN_NAME });
+        frame.value = memberSchema(frame.schema, name);
+        frame.names ??= new Set();
+        if (frame.names.has(name)) report(DUPLICATE);
+        else frame.names.add(name);
+        if (name === '__proto__') report(FORBIDDEN_NAME);
         expectName = false;
       }
       i = end;
       continue;
     }
-    if (code === 123 /* { */) {
-      stack.push({ kind: 'object', names: new Set(), at: '' });
-      expectName = true;
-    } else if (code === 91 /* [ */) {
-      stack.push({ kind: 'array', names: undefined, at: 0 });
+    if (code === 123 /* { */ || code === 91 /* [ */) {
+      depth += 1;
+      if (depth > deepest) deepest = depth;
+      if (depth > MAX_DEPTH) {
+        // Before anything else is read or built: the refusal names the limit, not a path.
+        return { problems: [{ path: '(body)', message: TOO_DEEP }], omitted: 0, depth, work };
+      }
+      const parent = stack[stack.length - 1];
+      const own = parent === undefined ? schema : parent.value;
+      const array = code === 91;
+      stack.push({ array, schema: own, value: array ? asNode(own?.items) : undefined, names: undefined, at: array ? 0 : '' });
+      expectName = !array;
     } else if (code === 125 /* } */ || code === 93 /* ] */) {
-      stack.pop();
+      if (stack.pop() !== undefined) depth -= 1;
+      expectName = false;
     } else if (code === 44 /* , */) {
       const frame = stack[stack.length - 1];
-      if (frame?.kind === 'object') expectName = true;
-      else if (frame) frame.at = (frame.at as number) + 1;
+      if (frame !== undefined && !frame.array) expectName = true;
+      else if (frame !== undefined) frame.at = (frame.at as number) + 1;
     } else if (code === 45 /* - */ || isDigit(code)) {
       let end = i + 1;
       while (end < length) {
@@ -164,24 +191,32 @@ function scanJson(text: string, isIntegerField: IntegerFieldTest = () => false):
         if (isDigit(c) || c === 46 || c === 101 || c === 69 || c === 43 || c === 45) end += 1;
         else break;
       }
-      const segments = stack.map((f) => f.at);
-      const problem = isIntegerField(segments) ? integerProblem(text.slice(i, end)) : undefined;
-      if (problem) problems.push({ path: formatPath(segments), message: problem });
+      work += end - i - 1;
+      const frame = stack[stack.length - 1];
+      const field = frame === undefined ? schema : frame.value;
+      if (field?.type === 'integer') {
+        work += end - i;
+        const problem = integerProblem(text, i, end);
+        if (problem) report(problem);
+      }
       i = end;
       continue;
     }
     i += 1;
   }
-  return problems;
+  return { problems, omitted, depth: deepest, work };
 }
 
 /**
- * Parses a request body strictly: throws SyntaxError for text that is not JSON, and
- * StrictJsonError (with field paths) for duplicate names, lossy numbers or `__proto__`.
+ * Parses a request body strictly: StrictJsonError for nesting past MAX_DEPTH (before JSON.parse
+ * runs), SyntaxError for text that is not JSON, StrictJsonError (with field paths) for duplicate
+ * names, lossy numbers or `__proto__`. `observe` sees what the pass cost (tests, benchmark).
  */
-export function parseStrictJson(text: string, isIntegerField?: IntegerFieldTest): unknown {
+export function parseStrictJson(text: string, schema?: SchemaNode, observe?: (report: ScanReport) => void): unknown {
+  const report = scanStrictJson(text, schema);
+  observe?.(report);
+  if (report.depth > MAX_DEPTH) throw new StrictJsonError(report.problems);
   const value: unknown = JSON.parse(text);
-  const problems = scanJson(text, isIntegerField);
-  if (problems.length > 0) throw new StrictJsonError(problems);
+  if (report.problems.length > 0) throw new StrictJsonError(report.problems, report.omitted);
   return value;
 }

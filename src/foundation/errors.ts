@@ -26,6 +26,7 @@ export const ERROR_CODES = {
   token_malformed: 401,
   token_invalid: 401,
   token_expired: 401,
+  token_revoked: 401,
   token_in_url: 401,
   credential_inactive: 401,
   refresh_token_invalid: 401,
@@ -63,8 +64,8 @@ type UnauthorizedCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C] extends 401 
  * The RFC 6750 (section 3.1) `error` attribute of the `WWW-Authenticate: Bearer` challenge of
  * every 401, per code; `null`: a bare `Bearer` challenge. Only problems with the bearer access
  * token itself get an attribute: `invalid_request` for a malformed one or one sent in the URL,
- * `invalid_token` for one that does not verify, has expired, or whose credential was deactivated
- * (the token is revoked in effect). No attribute when no token was sent (as RFC 6750 asks), at
+ * `invalid_token` for one that does not verify, has expired, was revoked (D41), or whose credential
+ * was deactivated (the token is revoked in effect). No attribute when no token was sent (as RFC 6750 asks), at
  * login (its credentials are a username and password, not a bearer token), and for the
  * refresh-token codes: the bearer token was accepted, the refused token is a body member, and
  * `invalid_token` would tell a client to drop an access token that still works.
@@ -75,6 +76,7 @@ const BEARER_ERRORS: Record<UnauthorizedCode, 'invalid_request' | 'invalid_token
   token_malformed: 'invalid_request',
   token_invalid: 'invalid_token',
   token_expired: 'invalid_token',
+  token_revoked: 'invalid_token',
   token_in_url: 'invalid_request',
   credential_inactive: 'invalid_token',
   refresh_token_invalid: null,
@@ -103,11 +105,13 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
   token_malformed: 'Authorization is not exactly "Bearer <token>".',
   token_invalid: 'The access token does not verify: forged, altered, from the other environment, an ID token, an unknown credential.',
   token_expired: 'The access token is past its expiry.',
+  token_revoked: "The access token's session has ended: its credential was deactivated or its password changed since the token was issued (D41). Log in again.",
   token_in_url: 'A token in the URL; treat it as leaked.',
   credential_inactive: 'The operator deactivated the credential.',
   refresh_token_invalid: 'The refresh token is unknown, malformed or of another credential (at logout also: already revoked).',
   refresh_token_expired: 'The refresh token is past its lifetime.',
-  refresh_token_revoked: 'The session was logged out, or an old refresh token was presented after its grace period (the session is now revoked).',
+  refresh_token_revoked:
+    'The session was logged out, an old refresh token was presented after its grace period (the session is now revoked), or the session ended with its credential (deactivated or password changed, D41).',
   https_required: 'The request came over plain HTTP.',
   address_not_allowed: "The client address is not in the environment's allowlist.",
   permission_denied: 'The credential lacks the permission, calls from outside its own address ranges, or asks to reveal a card another credential created.',
@@ -162,10 +166,10 @@ export class GatewayError extends Error {
   }
 }
 
-/** Field problems as details: the first MAX_LISTED_FIELDS, and a count of the rest. */
-function fieldDetails(fields: readonly FieldProblem[]): ErrorDetails {
-  if (fields.length <= MAX_LISTED_FIELDS) return { fields: [...fields] };
-  return { fields: fields.slice(0, MAX_LISTED_FIELDS), fieldsOmitted: fields.length - MAX_LISTED_FIELDS };
+/** Field problems as details: the first MAX_LISTED_FIELDS, and a count of the rest (`alsoOmitted`: ones the caller already left out). */
+function fieldDetails(fields: readonly FieldProblem[], alsoOmitted: number): ErrorDetails {
+  const omitted = Math.max(0, fields.length - MAX_LISTED_FIELDS) + alsoOmitted;
+  return omitted === 0 ? { fields: [...fields] } : { fields: fields.slice(0, MAX_LISTED_FIELDS), fieldsOmitted: omitted };
 }
 
 export const errors = {
@@ -175,7 +179,8 @@ export const errors = {
   notFound: () => new GatewayError('not_found', 'Resource not found'),
   methodNotAllowed: (allow: string) => new GatewayError('method_not_allowed', 'Method not allowed', { headers: { allow } }),
   requestTimeout: () => new GatewayError('request_timeout', 'Request timeout'),
-  validation: (fields: readonly FieldProblem[]) => new GatewayError('validation_failed', 'Request validation failed', { details: fieldDetails(fields) }),
+  validation: (fields: readonly FieldProblem[], alsoOmitted = 0) =>
+    new GatewayError('validation_failed', 'Request validation failed', { details: fieldDetails(fields, alsoOmitted) }),
   malformedJson: () => new GatewayError('malformed_json', 'Request body is not valid JSON'),
   emptyBody: () => new GatewayError('empty_body', 'Request body is empty'),
   bodyTooLarge: () => new GatewayError('body_too_large', 'Request body is too large'),
@@ -187,6 +192,7 @@ export const errors = {
   tokenMalformed: () => new GatewayError('token_malformed', 'Authorization header must be "Bearer <token>"'),
   tokenInvalid: () => new GatewayError('token_invalid', 'Access token is invalid'),
   tokenExpired: () => new GatewayError('token_expired', 'Access token is expired'),
+  tokenRevoked: () => new GatewayError('token_revoked', 'Access token is revoked: log in again'),
   tokenInUrl: () => new GatewayError('token_in_url', 'Tokens are not accepted in the URL'),
   credentialInactive: () => new GatewayError('credential_inactive', 'Credential is inactive'),
   refreshTokenInvalid: (message = 'Refresh token is invalid') => new GatewayError('refresh_token_invalid', message),

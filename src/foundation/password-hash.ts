@@ -1,4 +1,4 @@
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 /**
  * Passwords are stored as scrypt hashes, a memory-hard function in node:crypto, with a
@@ -44,6 +44,16 @@ export function parsePasswordHash(text: string): ParsedHash {
   if (salt.length < 16) throw new TypeError('salt must be at least 16 bytes');
   if (hash.length < 16) throw new TypeError('hash must be at least 16 bytes');
   return { N, r, p, salt, hash };
+}
+
+/**
+ * D41: what access tokens and sessions carry of the credential's secret, so that a new
+ * `passwordHash` ends them. The first 16 bytes of a SHA-256 over a domain prefix and the hash
+ * line, base64url: it tells two hash lines apart and says nothing of the hash (which never
+ * leaves the credentials file) or the salt needed to test a password against it.
+ */
+export function passwordHashFingerprint(hashLine: string): string {
+  return createHash('sha256').update('card-gateway credential secret v1\0').update(hashLine).digest().subarray(0, 16).toString('base64url');
 }
 
 export async function verifyPassword(password: string, stored: ParsedHash): Promise<boolean> {

@@ -18,7 +18,8 @@ export type AuditEventName =
   | 'card.revealed'
   | 'card.failed'
   | 'config.reloaded'
-  | 'config.reload_failed';
+  | 'config.reload_failed'
+  | 'credential.sessions_ended';
 
 /**
  * One audit event (D21). The fields are a closed list of identifiers: there is no place to

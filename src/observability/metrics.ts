@@ -16,10 +16,11 @@ const KNOWN = {
     'address',
     'permission',
     'reveal_not_creator',
+    'session_ended',
   ],
   tokenFailures: ['token_missing', 'malformed_authorization', 'token_invalid', 'token_expired', 'token_in_url'],
   logins: ['succeeded', 'failed', 'rate_limited', 'locked_out'],
-  refreshes: ['succeeded', 'rate_limited', 'unknown', 'mismatch', 'revoked', 'expired', 'reuse'],
+  refreshes: ['succeeded', 'rate_limited', 'unknown', 'mismatch', 'revoked', 'ended', 'expired', 'reuse'],
   logouts: ['succeeded', 'failed'],
   rateLimited: ['login', 'login_address', 'refresh', 'login_lockout'],
   connectorOutcomes: ['ok', 'refused', 'reset', 'timeout', 'status', 'invalid_answer', 'error'],
@@ -27,7 +28,7 @@ const KNOWN = {
   connectionsRefused: ['connection_cap', 'outsider_cap'],
   clientErrors: ['malformed', 'headers_too_large', 'timeout', 'tls'],
   configReloads: ['success', 'failure'],
-  storeOperations: ['reserve', 'complete', 'release', 'peek', 'rotate', 'revoke', 'create_family', 'limiter', 'lockout', 'ping'],
+  storeOperations: ['reserve', 'complete', 'release', 'peek', 'rotate', 'revoke', 'create_family', 'limiter', 'lockout', 'not_before', 'ping'],
 } as const;
 
 export type StoreOperation = (typeof KNOWN.storeOperations)[number];

@@ -8,9 +8,11 @@ export interface RequestContext {
 }
 
 export type LoginFailure = 'unknown_username' | 'wrong_password' | 'inactive' | 'address';
-export type RefreshFailure = 'unknown' | 'mismatch' | 'revoked' | 'expired';
-/** Refusals of an authenticated credential: audited one line each (D21). */
-export type CredentialDenial = 'unknown_credential' | 'inactive' | 'address' | 'permission' | 'reveal_not_creator';
+export type RefreshFailure = 'unknown' | 'mismatch' | 'revoked' | 'ended' | 'expired';
+/** Refusals of an authenticated credential: audited one line each (D21). `session_ended`: D41. */
+export type CredentialDenial = 'unknown_credential' | 'inactive' | 'address' | 'permission' | 'reveal_not_creator' | 'session_ended';
+/** Why a credential's sessions ended (D41). */
+export type SessionsEndedCause = 'deactivated' | 'password_changed';
 /** Refusals before a credential is known: counted, and audited in per-minute summaries (D25, D34). */
 export type EdgeRefusal = DenialReason | 'address_malformed' | 'plain_http';
 
@@ -46,7 +48,8 @@ export type Outcome =
   | { name: 'card.failed'; credential: string; requestId: string; reason: string }
   | { name: 'card.in_progress' }
   | { name: 'config.reloaded' }
-  | { name: 'config.reload_failed' };
+  | { name: 'config.reload_failed' }
+  | { name: 'credential.sessions_ended'; credential: string; cause: SessionsEndedCause };
 
 const TOKEN_REFUSALS: ReadonlySet<EdgeRefusal> = new Set(['token_missing', 'malformed_authorization', 'token_invalid', 'token_expired', 'token_in_url']);
 
@@ -190,6 +193,9 @@ export class OutcomeRecorder implements Outcomes {
       case 'config.reload_failed':
         metrics.configReloads.inc({ outcome: 'failure' });
         audit.record({ ...base, event: 'config.reload_failed', outcome: 'failure' });
+        return;
+      case 'credential.sessions_ended':
+        audit.record({ ...base, event: 'credential.sessions_ended', outcome: 'success', credential: outcome.credential, reason: outcome.cause });
         return;
     }
   }

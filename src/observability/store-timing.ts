@@ -19,7 +19,7 @@ export function instrumentStore(store: GatewayStore, metrics: GatewayMetrics): G
       return result;
     };
   };
-  const { sessions, idempotency, lockouts } = store;
+  const { sessions, idempotency, lockouts, notBefore } = store;
   return {
     sessions: {
       createFamily: timed('create_family', (input) => sessions.createFamily(input)),
@@ -36,6 +36,10 @@ export function instrumentStore(store: GatewayStore, metrics: GatewayMetrics): G
       recordFailure: timed('lockout', (key, input) => lockouts.recordFailure(key, input)),
       lockedUntil: timed('lockout', (key, now) => lockouts.lockedUntil(key, now)),
       reset: timed('lockout', (key) => lockouts.reset(key)),
+    },
+    notBefore: {
+      raise: timed('not_before', (credentialId, at) => notBefore.raise(credentialId, at)),
+      read: timed('not_before', (credentialIds) => notBefore.read(credentialIds)),
     },
     createRateLimiter: (options) => {
       const limiter = store.createRateLimiter(options);

@@ -41,24 +41,58 @@ export interface TokenRef {
   tokenHash: string;
 }
 
-export type RotateOutcome = 'rotated' | 'unknown' | 'mismatch' | 'revoked' | 'expired' | 'reuse';
-export type RevokeOutcome = 'revoked' | 'unknown' | 'mismatch' | 'already-revoked' | 'expired' | 'rotated-out';
+/** `ended`: the session ended with its credential's secret (D41); the family is revoked. */
+export type RotateOutcome = 'rotated' | 'unknown' | 'mismatch' | 'revoked' | 'ended' | 'expired' | 'reuse';
+/** A rotation's answer; a new token's expiry never passes its session's end (D41). */
+export type RotateResult = { outcome: 'rotated'; expiresAt: number } | { outcome: Exclude<RotateOutcome, 'rotated'> };
+export type RevokeOutcome = 'revoked' | 'unknown' | 'mismatch' | 'already-revoked' | 'ended' | 'expired' | 'rotated-out';
 
-/** Refresh-token families (D3-D6). Every instant is epoch ms from the injected clock. */
+/**
+ * What a refresh or logout checks a session against (D41), inside the same atomic step: the
+ * credential's secret fingerprint now (a family made under another one has ended) and its
+ * not-before instant (a family logged in before it has ended; 0: none).
+ */
+export interface SessionBinding {
+  fingerprint: string;
+  notBefore: number;
+}
+
+/** Refresh-token families (D3-D6, D41). Every instant is epoch ms from the injected clock. */
 export interface SessionStore {
-  /** Login: a new family holding its first token. */
-  createFamily(input: { token: TokenRef; credentialId: string; expiresAt: number; now: number }): Promise<void>;
+  /**
+   * Login: a new family holding its first token. The family keeps its login instant (`now`),
+   * the credential's secret fingerprint and its absolute end (`endsAt`); `expiresAt` is the
+   * first token's, at or before `endsAt`.
+   */
+  createFamily(input: { token: TokenRef; credentialId: string; fingerprint: string; expiresAt: number; endsAt: number; now: number }): Promise<void>;
   /**
    * Refresh (D5): the presented token refreshes if it is live and either not yet rotated or
-   * rotated less than `graceMs` ago; each success adds `newTokenHash` to the family. Presented
-   * after the grace it is reuse: the family is revoked. Atomic.
+   * rotated less than `graceMs` ago; each success adds `newTokenHash` to the family, expiring
+   * at `newExpiresAt` or the family's end, whichever is first. Presented after the grace it is
+   * reuse: the family is revoked. A family that fails its binding has ended (D41): revoked,
+   * whatever the token. Atomic.
    */
-  rotate(input: { token: TokenRef; credentialId: string; newTokenHash: string; newExpiresAt: number; now: number; graceMs: number }): Promise<RotateOutcome>;
+  rotate(
+    input: { token: TokenRef; credentialId: string; newTokenHash: string; newExpiresAt: number; now: number; graceMs: number } & SessionBinding,
+  ): Promise<RotateResult>;
   /**
    * Logout (D6): revokes the whole family of a live token. A token presented after its grace
-   * is reuse (D5): the family is revoked too, and the answer is `rotated-out`. Atomic.
+   * is reuse (D5): the family is revoked too, and the answer is `rotated-out`. A family that
+   * fails its binding has ended (D41): revoked, answer `ended`. Atomic.
    */
-  revokeFamily(input: { token: TokenRef; credentialId: string; now: number; graceMs: number }): Promise<RevokeOutcome>;
+  revokeFamily(input: { token: TokenRef; credentialId: string; now: number; graceMs: number } & SessionBinding): Promise<RevokeOutcome>;
+}
+
+/**
+ * D41: per credential, the instant before which its sessions and access tokens are void,
+ * written by the replica that sees the credential deactivated (or its secret changed) and read
+ * by every replica at start and on reload. Kept without expiry: one small entry per credential.
+ */
+export interface NotBeforeStore {
+  /** Raises `credentialId`'s instant to `at`, never lowering it; resolves with the instant stored. */
+  raise(credentialId: string, at: number): Promise<number>;
+  /** The stored instants of these credentials (epoch ms); credentials without one are absent. */
+  read(credentialIds: readonly string[]): Promise<Map<string, number>>;
 }
 
 /** No credential id is empty (the config requires one), so no requester ever matches it. */
@@ -202,6 +236,7 @@ export interface GatewayStore {
   readonly sessions: SessionStore;
   readonly idempotency: IdempotencyStore;
   readonly lockouts: LockoutStore;
+  readonly notBefore: NotBeforeStore;
   createRateLimiter(options: LimiterOptions): Limiter;
   /** Rejects with StoreUnavailableError when the store cannot serve (readiness, D22). */
   ping(): Promise<void>;

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { InjectOptions } from 'fastify';
 import { SignJWT, UnsecuredJWT, exportJWK, importPKCS8, type CryptoKey, type JWTHeaderParameters, type KeyInput } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SECRET_FINGERPRINT_CLAIM } from '../../src/auth/token-service.js';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { createTestGateway, login, testKeys, type TestGateway } from '../support/gateway-fixture.js';
 import { LOGIN, LOGOUT, REFRESH, RELAXED_LIMITS, T0, T0_SECONDS, expectEnvelope, expectUnauthorized, postRefresh } from '../support/auth-requests.js';
@@ -176,6 +177,7 @@ describe('bad input to the authentication endpoints', () => {
         iat: T0_SECONDS,
         exp: T0_SECONDS + 3600,
         jti: randomUUID(),
+        [SECRET_FINGERPRINT_CLAIM]: gw.config.credentials.byId('cred-full')?.secretFingerprint,
         ...claims,
       };
       for (const [name, value] of Object.entries(fullClaims)) if (value === undefined) delete fullClaims[name];
@@ -259,6 +261,17 @@ describe('bad input to the authentication endpoints', () => {
     it('refuses an expired token, and a valid token of a credential that does not exist', async () => {
       expectUnauthorized(await bearing(await forge({ claims: { iat: T0_SECONDS - 3610, exp: T0_SECONDS - 10 } })), 'Access token is expired');
       expectUnauthorized(await bearing(await forge({ claims: { sub: 'cred-ghost' } })), INVALID);
+    });
+
+    it("refuses a token without the credential's secret fingerprint, or with another one, as revoked (D41)", async () => {
+      const REVOKED = 'Access token is revoked: log in again';
+      // what a token issued before D41 looks like, and one issued under an earlier password hash
+      for (const fingerprint of [undefined, 'AAAAAAAAAAAAAAAAAAAAAA', 42]) {
+        const response = await bearing(await forge({ claims: { [SECRET_FINGERPRINT_CLAIM]: fingerprint } }));
+        expectUnauthorized(response, REVOKED);
+        expect(response.json<{ code: string }>().code).toBe('token_revoked');
+        expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+      }
     });
 
     it('refuses the ID token as a bearer token (D2)', async () => {

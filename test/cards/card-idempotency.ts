@@ -132,7 +132,7 @@ export function cardIdempotencySuite(name: string, makeStore: (clock: ManualCloc
       expect(replay.headers['idempotency-payload-mismatch']).toBeUndefined();
     });
 
-    it('a requestId differing only in letter case is the same key', async () => {
+    it('a requestId differing only in letter case is the same key, written lower-case everywhere', async () => {
       const fixture = await open();
       const token = await fixture.token('full');
       const requestId = randomUUID();
@@ -145,6 +145,13 @@ export function cardIdempotencySuite(name: string, makeStore: (clock: ManualCloc
       expect(replay.headers['idempotent-replayed']).toBe('true');
       expect(replay.headers['idempotency-payload-mismatch']).toBeUndefined();
       expect((await connectorStats(fixture.connector)).requestsReceived).toBe(1);
+      // Issue 16: the audit trail writes the one spelling the store and the connector use.
+      const audited = fixture.gw.audit.events().filter((event) => event.event === 'card.created' || event.event === 'card.replayed');
+      expect(audited.map(({ event, requestId: id }) => ({ event, requestId: id }))).toEqual([
+        { event: 'card.created', requestId: requestId.toLowerCase() },
+        { event: 'card.replayed', requestId: requestId.toLowerCase() },
+      ]);
+      expect(fixture.gw.audit.lines.join('\n')).not.toContain(requestId.toUpperCase());
     });
 
     it('equal requestIds of two issuing accounts make two cards; two credentials of one account share the key', async () => {

@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRedisClient } from '../../src/store/redis/redis-client.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { metricValue } from '../support/auth-requests.js';
 import { connectorStats, createCard, expectError, mintToken, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
+import { FaultyStore } from '../support/faulty-store.js';
 import { unusedPort } from '../support/redis.js';
 
 /**
@@ -57,11 +59,28 @@ describe('card creation with the store down (D23)', () => {
   });
 
   it('still answers 401 and 400 first: the store is consulted only for a valid, authorised request', async () => {
-    const fixture = await gatewayWithDeadStore();
+    // The store went away after the start, once the credentials' not-before instants were read (D41).
+    const store = new FaultyStore(new MemoryStore());
+    const fixture = await startCardFixture({ store });
+    closers.push(async () => {
+      await fixture.close();
+      await store.close();
+    });
+    for (const part of ['sessions', 'idempotency', 'lockouts', 'limiter'] as const) store.faults[part] = 'unavailable';
     const token = await mintToken(fixture.gw, 'full');
     expectError(await createCard(fixture.gw, undefined, validCardBody()), 401, 'Authorization header is missing');
     expectError(await createCard(fixture.gw, token, validCardBody({ cardLimit: 0 })), 400, 'Request validation failed');
     expectError(await createCard(fixture.gw, await mintToken(fixture.gw, 'no-perms'), validCardBody()), 403, 'Permission cards:create is required');
+    expectError(await createCard(fixture.gw, token, validCardBody()), 503, 'Service temporarily unavailable');
+    expect((await connectorStats(fixture.connector)).requestsReceived).toBe(0);
+  });
+
+  it('answers 503 to every bearer request of a gateway that has not reached the store since its start, after the 401s (D41)', async () => {
+    // It cannot know whether a token's session ended (the not-before instants live in the store): it takes none.
+    const fixture = await gatewayWithDeadStore();
+    const token = await mintToken(fixture.gw, 'full');
+    expectError(await createCard(fixture.gw, undefined, validCardBody()), 401, 'Authorization header is missing');
+    expectError(await createCard(fixture.gw, token, validCardBody({ cardLimit: 0 })), 503, 'Service temporarily unavailable');
     expect((await connectorStats(fixture.connector)).requestsReceived).toBe(0);
   });
 });

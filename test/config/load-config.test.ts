@@ -92,6 +92,7 @@ describe('shipped config files', () => {
           'tls.cert',
           'tls.key',
           'store.redis.password',
+          'store.redis.tls.ca',
           'connector.tls.ca',
           'connector.tls.cert',
           'connector.tls.key',
@@ -111,6 +112,11 @@ describe('shipped config files', () => {
       raw['tls'] = tls;
       (raw['connector'] as { tls: unknown }).tls = { ca: tls.cert, cert: tls.cert, key: tls.key };
       (raw['tokens'] as { signingKey: { privateKey: unknown } }).signingKey.privateKey = { file: keys.signingKey };
+      // D50: the Redis password from a file (mode 0600), and the CA of Redis's certificate.
+      writeFileSync(join(dir, 'redis.password'), 'redis-secret\n', { mode: 0o600 });
+      const redis = (raw['store'] as { redis: { password: unknown; tls: { ca: unknown } } }).redis;
+      redis.password = { file: join(dir, 'redis.password') };
+      redis.tls.ca = { file: keys.tlsCert };
       const account = Object.keys(raw['issuingAccounts']!)[0]!;
       writeFileSync(
         join(dir, 'credentials.yaml'),
@@ -120,8 +126,10 @@ describe('shipped config files', () => {
       const file = join(dir, `${environment}.yaml`);
       writeFileSync(file, stringify(raw));
 
-      const config = await loadConfig(file, { REDIS_PASSWORD: 'redis-secret', CARD_RECORD_KEY: randomBytes(32).toString('base64') });
+      const config = await loadConfig(file, { CARD_RECORD_KEY: randomBytes(32).toString('base64') });
       expect(config.environment).toBe(environment);
+      // Nothing unsafe left to warn about, Redis included (D32, D50).
+      expect(config.warnings).toEqual([]);
       expect(config.store).toMatchObject({ kind: 'redis', keyPrefix: `cig:${environment}:`, password: 'redis-secret', commandTimeoutMs: 300 });
       expect(config.tokens.audience).toBe(`card-issuing-${environment}`);
       expect(config.tokens.algorithm).toBe('EdDSA');

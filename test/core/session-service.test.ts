@@ -63,6 +63,7 @@ beforeEach(async () => {
     live: new LiveSettings(config),
     settings: config,
     outcomes,
+    revocations: { notBefore: () => 0 },
     hashGate: new PasswordHashGate(config.passwordHashing.maxConcurrent, config.passwordHashing.maxConcurrentPerAddress),
     dummyHash,
   });

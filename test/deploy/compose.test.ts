@@ -55,6 +55,12 @@ function listOf(value: Json | undefined, path: string): string[] {
   return arr(value ?? [], path).map((item) => str(item, path));
 }
 
+/** A service's networks, whether listed or given as a map (with per-network settings). */
+function networksOf(name: string): string[] {
+  const networks = service(name)['networks'];
+  return isObject(networks) ? Object.keys(networks) : listOf(networks, `${name}.networks`);
+}
+
 /** Compose durations as used here: `40s`, `1m30s`. */
 function seconds(duration: string): number {
   const match = /^(?:(\d+)m)?(?:(\d+)s)?$/.exec(duration);
@@ -104,16 +110,43 @@ describe('compose file', () => {
     const networks = obj(compose['networks'], 'networks');
     expect(obj(networks['backend'], 'backend')['internal']).toBe(true);
     expect(obj(networks['metrics'], 'metrics')['internal']).toBe(true);
-    for (const name of GATEWAYS) expect(listOf(service(name)['networks'], name).sort()).toEqual(['backend', 'edge', 'metrics']);
-    expect(listOf(service('redis')['networks'], 'redis')).toEqual(['backend']);
-    expect(listOf(service('connector')['networks'], 'connector')).toEqual(['backend']);
-    expect(listOf(service('prometheus')['networks'], 'prometheus')).toContain('metrics');
-    expect(listOf(service('grafana')['networks'], 'grafana')).not.toContain('metrics');
+    for (const name of GATEWAYS) expect(networksOf(name).sort()).toEqual(['backend', 'edge', 'metrics']);
+    expect(networksOf('redis')).toEqual(['backend']);
+    expect(networksOf('connector')).toEqual(['backend']);
+    expect(networksOf('prometheus')).toContain('metrics');
+    expect(networksOf('grafana')).not.toContain('metrics');
     // Host clients arrive from the edge network's gateway address, which must be allowlisted.
     const edge = obj(arr(obj(obj(networks['edge'], 'edge')['ipam'], 'ipam')['config'], 'ipam.config')[0], 'ipam.config[0]');
     expect(listOf(gatewayConfig['allowlist'], 'allowlist')).toContain(`${str(edge['gateway'], 'edge gateway')}/32`);
-    // The admin listener must accept Prometheus's connections from its container.
-    expect(obj(listeners['admin'], 'listeners.admin')['host']).toBe('0.0.0.0');
+  });
+
+  it("binds each admin listener to its gateway's own address on the metrics network, which clients on edge cannot reach", () => {
+    // Issue 16: on 0.0.0.0 the admin listener (/metrics, /readyz, the OpenAPI document) answered
+    // on the edge network too, where clients come from.
+    const host = str(obj(listeners['admin'], 'listeners.admin')['host'], 'listeners.admin.host');
+    expect(host).not.toMatch(/^(0\.0\.0\.0|::|\*)$/);
+    const networks = obj(compose['networks'], 'networks');
+    const subnetOf = (network: string) => str(obj(arr(obj(obj(networks[network], network)['ipam'], `${network}.ipam`)['config'], 'ipam.config')[0], 'ipam.config[0]')['subnet'], 'subnet');
+    const within = (address: string, subnet: string) => {
+      const [base = '', bits = '32'] = subnet.split('/');
+      const toNumber = (ip: string) => ip.split('.').reduce((n, part) => n * 256 + Number(part), 0);
+      const mask = 2 ** 32 - 2 ** (32 - Number(bits));
+      return (toNumber(address) & mask) >>> 0 === (toNumber(base) & mask) >>> 0;
+    };
+    const addresses = GATEWAYS.map((name) => {
+      // The name resolves, inside this gateway only, to its fixed address on `metrics`.
+      const mapped = listOf(service(name)['extra_hosts'], `${name}.extra_hosts`).find((entry) => entry.startsWith(`${host}:`));
+      expect(mapped, `${name} maps ${host}`).toBeDefined();
+      const address = (mapped ?? '').slice(host.length + 1);
+      const metrics = obj(obj(service(name)['networks'], `${name}.networks`)['metrics'], `${name}.networks.metrics`);
+      expect(metrics['ipv4_address'], name).toBe(address);
+      expect(within(address, subnetOf('metrics')), `${address} in metrics`).toBe(true);
+      expect(within(address, subnetOf('edge')), `${address} not in edge`).toBe(false);
+      // The health check asks the admin listener where it listens.
+      expect(obj(service(name)['environment'], `${name}.environment`)['HEALTHCHECK_URL']).toBe(`http://${host}:${adminPort}/healthz`);
+      return address;
+    });
+    expect(new Set(addresses).size).toBe(GATEWAYS.length);
   });
 
   it('points the gateway config at the compose services', () => {
@@ -207,7 +240,9 @@ describe('make-secrets.sh', () => {
 
   it('makes every file the gateway config references, where the compose file mounts it from', () => {
     const env = readFileSync(join(state, 'gateway.env'), 'utf8');
-    for (const name of [...GATEWAYS, 'redis']) expect(service(name)['env_file'], name).toBe('state/gateway.env');
+    // Redis reads its password from the environment (requirepass); the gateways only from a file (D50).
+    expect(service('redis')['env_file']).toBe('state/gateway.env');
+    for (const name of GATEWAYS) expect(service(name)['env_file'], name).toBeUndefined();
     const secretsInit = mountsOf('secrets-init');
     for (const reference of secretReferences(gatewayConfig)) {
       if (reference.env !== undefined) expect(env, reference.field).toMatch(new RegExp(`^${reference.env}=\\S+$`, 'm'));
@@ -236,7 +271,16 @@ describe('make-secrets.sh', () => {
   });
 
   it('keeps secrets to their owner and the credentials file readable by the gateway', () => {
-    for (const file of ['secrets/gateway/tls.key', 'secrets/gateway/signing-sbx-compose-1.key', 'secrets/gateway/card-record-sbx-card-1.key', 'secrets/connector/tls.key', 'ca/ca.key', 'gateway.env', 'sandbox-demo.password']) {
+    for (const file of [
+      'secrets/gateway/tls.key',
+      'secrets/gateway/signing-sbx-compose-1.key',
+      'secrets/gateway/card-record-sbx-card-1.key',
+      'secrets/gateway/redis-password',
+      'secrets/connector/tls.key',
+      'ca/ca.key',
+      'gateway.env',
+      'sandbox-demo.password',
+    ]) {
       expect(statSync(join(state, file)).mode & 0o077, file).toBe(0);
     }
     expect(statSync(join(state, 'credentials', 'credentials.yaml')).mode & 0o777).toBe(0o644);
@@ -307,6 +351,8 @@ describe('make-secrets.sh', () => {
     expect(createPrivateKey(read('secrets', 'gateway', 'signing-sbx-compose-1.key')).asymmetricKeyType).toBe('ed25519');
     expect(read('secrets', 'gateway', 'card-record-sbx-card-1.key').toString('utf8')).toMatch(/^[0-9a-f]{64}$/);
     expect(read('gateway.env').toString('utf8')).toMatch(/^REDIS_PASSWORD=[0-9a-f]{48}\n$/);
+    // The gateways' copy, as a file (D50): the same password Redis requires.
+    expect(`REDIS_PASSWORD=${read('secrets', 'gateway', 'redis-password').toString('utf8')}\n`).toBe(read('gateway.env').toString('utf8'));
   });
 
   it('makes one active credential whose password verifies against its hash', async () => {

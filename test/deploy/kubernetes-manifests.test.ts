@@ -255,7 +255,9 @@ describe('Kubernetes manifests', () => {
     const volumes = arr(podSpec['volumes'], 'volumes').map((v, i) => obj(v, `volumes[${i}]`));
     const source = volumes.find((volume) => volume['name'] === 'secrets-source') ?? obj(null, 'volume secrets-source');
     const sources = arr(obj(source['projected'], 'projected')['sources'], 'sources').map((s, i) => str(obj(obj(s, `sources[${i}]`)['secret'], 'secret')['name'], 'secret name'));
-    expect(sources.sort()).toEqual(['card-gateway-connector', 'card-gateway-keys', 'card-gateway-tls']);
+    expect(sources.sort()).toEqual(['card-gateway-connector', 'card-gateway-keys', 'card-gateway-redis', 'card-gateway-tls']);
+    // No secret in the environment (D50: the Redis password is one of the files).
+    expect(gateway['env']).toBeUndefined();
     const copy = volumes.find((volume) => volume['name'] === 'secrets') ?? obj(null, 'volume secrets');
     expect(obj(copy['emptyDir'], 'secrets.emptyDir')['medium']).toBe('Memory');
   });

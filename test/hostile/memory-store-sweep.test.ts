@@ -73,7 +73,9 @@ describe('memory store size is bounded by live data', () => {
         await store.sessions.createFamily({
           token: { familyId: `fam-${i}`, tokenHash: `hash-${i}` },
           credentialId: 'cred-full',
+          fingerprint: 'fp',
           expiresAt: now() + 24 * HOUR,
+          endsAt: now() + 24 * HOUR,
           now: now(),
         });
         await idempotency.complete(`acct:card-${i}`, { owner: 'o', record: storedCard(), expiresAt: now() + 24 * HOUR, now: now() });
@@ -96,7 +98,9 @@ describe('memory store size is bounded by live data', () => {
       await store.sessions.createFamily({
         token: { familyId: 'fam-live', tokenHash: 'hash-live' },
         credentialId: 'cred-full',
+        fingerprint: 'fp',
         expiresAt: now() + 24 * HOUR,
+        endsAt: now() + 24 * HOUR,
         now: now(),
       });
       await idempotency.complete('acct:card-live', { owner: 'o', record: storedCard(), expiresAt: now() + 24 * HOUR, now: now() });
@@ -110,12 +114,14 @@ describe('memory store size is bounded by live data', () => {
         await store.sessions.rotate({
           token: { familyId: 'fam-live', tokenHash: 'hash-live' },
           credentialId: 'cred-full',
+          fingerprint: 'fp',
+          notBefore: 0,
           newTokenHash: 'hash-next',
           newExpiresAt: now() + HOUR,
           now: now(),
           graceMs: 60 * SECOND,
         }),
-      ).toBe('rotated');
+      ).toMatchObject({ outcome: 'rotated' });
     } finally {
       await store.close();
       vi.useRealTimers();

@@ -10,10 +10,19 @@ import { ERROR_CODES, type ErrorCode } from '../../src/foundation/errors.js';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { parseHttpAnswer, rawExchange } from '../transport/real-clients.js';
-import { HOUR, T0 } from '../support/auth-requests.js';
+import { HOUR, RELAXED_LIMITS, T0 } from '../support/auth-requests.js';
 import { mintToken, setConnectorMode, validCardBody } from '../support/card-fixture.js';
 import { FaultyStore } from '../support/faulty-store.js';
-import { createTestGateway, login, PASSWORD, testCertificatePem, testKeys, type TestGateway } from '../support/gateway-fixture.js';
+import {
+  createTestGateway,
+  DEFAULT_CREDENTIALS,
+  login,
+  PASSWORD,
+  testCertificatePem,
+  testConfig,
+  testKeys,
+  type TestGateway,
+} from '../support/gateway-fixture.js';
 import { OpenApiResponses, readCommittedDocument, type ObservedAnswer, type Target } from '../support/openapi-responses.js';
 
 /**
@@ -41,6 +50,7 @@ const CHALLENGES: Record<string, string> = {
   token_in_url: 'Bearer error="invalid_request"',
   token_invalid: 'Bearer error="invalid_token"',
   token_expired: 'Bearer error="invalid_token"',
+  token_revoked: 'Bearer error="invalid_token"',
   credential_inactive: 'Bearer error="invalid_token"',
   refresh_token_invalid: 'Bearer',
   refresh_token_expired: 'Bearer',
@@ -169,7 +179,14 @@ describe('real answers against docs/openapi.json', () => {
   let main: TestGateway;
   let rotated: TestGateway;
   let staleToken: string;
-  const tokens: Record<'full' | 'ranged' | 'inactive' | 'noPerms' | 'createOnly', string> = { full: '', ranged: '', inactive: '', noPerms: '', createOnly: '' };
+  const tokens: Record<'full' | 'ranged' | 'inactive' | 'noPerms' | 'createOnly' | 'revoked', string> = {
+    full: '',
+    ranged: '',
+    inactive: '',
+    noPerms: '',
+    createOnly: '',
+    revoked: '',
+  };
   const session = async (gw: TestGateway = main): Promise<Session> => login(gw);
 
   beforeAll(async () => {
@@ -197,6 +214,9 @@ describe('real answers against docs/openapi.json', () => {
     tokens.inactive = await mintToken(main, 'inactive');
     tokens.noPerms = await mintToken(main, 'no-perms');
     tokens.createOnly = await mintToken(main, 'create-only');
+    // Issued under another password hash than the credential's now (D41).
+    const full = main.config.credentials.byUsername('full')!;
+    tokens.revoked = (await main.gateway.tokens.issueAccessToken({ ...full, secretFingerprint: 'AAAAAAAAAAAAAAAAAAAAAA' })).token;
   });
   afterAll(async () => {
     await rotated?.close();
@@ -261,12 +281,13 @@ describe('real answers against docs/openapi.json', () => {
   });
 
   describe('bearer refusals, for every protected operation', () => {
-    it.each(PROTECTED_OPS)('%s: missing, malformed, invalid, expired, deactivated, outside the address ranges', async (op) => {
+    it.each(PROTECTED_OPS)('%s: missing, malformed, invalid, expired, revoked, deactivated, outside the address ranges', async (op) => {
       const call = valid(op, { accessToken: tokens.full, refreshToken: 'x' });
       observe({ operationId: op }, await send(main, withoutAuthorization(call)), 'token_missing');
       observe({ operationId: op }, await send(main, withHeaders(call, { authorization: 'Basic ZnVsbDpwYXNzd29yZA==' })), 'token_malformed');
       observe({ operationId: op }, await send(main, withHeaders(call, { authorization: 'Bearer aaaa.bbbb.cccc' })), 'token_invalid');
       observe({ operationId: op }, await send(main, withHeaders(call, { authorization: `Bearer ${staleToken}` })), 'token_expired');
+      observe({ operationId: op }, await send(main, withHeaders(call, { authorization: `Bearer ${tokens.revoked}` })), 'token_revoked');
       observe({ operationId: op }, await send(main, withHeaders(call, { authorization: `Bearer ${tokens.inactive}` })), 'credential_inactive');
       observe({ operationId: op }, await send(main, withHeaders(call, { authorization: `Bearer ${tokens.ranged}` })), 'permission_denied');
     });
@@ -358,6 +379,24 @@ describe('real answers against docs/openapi.json', () => {
       const ended = await session();
       observe({ operationId: 'logout' }, await send(main, valid('logout', ended)));
       observe({ operationId: 'refresh' }, await send(main, valid('refresh', ended)), 'refresh_token_revoked');
+    });
+
+    it('logout: a session that ended with its credential (D41)', async () => {
+      // A gateway of its own (its own store): the password change must not reach the others' credentials.
+      const own = await createTestGateway({ clock, overrides: { rateLimits: RELAXED_LIMITS } });
+      try {
+        const before = await login(own);
+        const changed = DEFAULT_CREDENTIALS.map((credential) => (credential.id === 'cred-full' ? { ...credential, password: 'a new password' } : credential));
+        await own.gateway.reload(await testConfig({}, changed));
+        const after = await login(own, 'full', 'a new password');
+        observe(
+          { operationId: 'logout' },
+          await send(own, valid('logout', { accessToken: after.accessToken, refreshToken: before.refreshToken })),
+          'refresh_token_revoked',
+        );
+      } finally {
+        await own.close();
+      }
     });
 
     it('createCard: the processor fails, answers nonsense, or does not answer in time', async () => {

@@ -81,18 +81,27 @@ describe('Cluster topology (D35)', () => {
       const families = Array.from({ length: 30 }, () => `fam_${randomUUID()}`);
       for (const familyId of families) {
         const token = { familyId, tokenHash: `h_${randomUUID()}` };
-        await store.sessions.createFamily({ token, credentialId: 'c', expiresAt: Date.now() + 60_000, now: Date.now() });
+        await store.sessions.createFamily({
+          token,
+          credentialId: 'c',
+          fingerprint: 'fp',
+          expiresAt: Date.now() + 60_000,
+          endsAt: Date.now() + 60_000,
+          now: Date.now(),
+        });
         // rotation writes a third key of the family: the script needs all three in one slot
         expect(
           await store.sessions.rotate({
             token,
             credentialId: 'c',
+            fingerprint: 'fp',
+            notBefore: 0,
             newTokenHash: `h_${randomUUID()}`,
             newExpiresAt: Date.now() + 60_000,
             now: Date.now(),
             graceMs: 60_000,
           }),
-        ).toBe('rotated');
+        ).toMatchObject({ outcome: 'rotated' });
       }
       const limiter = store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 });
       for (let i = 0; i < 30; i += 1) await limiter.consume(`subject-${i}:123`);

@@ -91,7 +91,7 @@ describe('RedisStore: what it writes (D18)', () => {
 describe('RedisStore: every record expires', () => {
   it('gives the family and its first token a TTL on createFamily', async () => {
     const { store, client, prefix } = await open('ttl-create');
-    await store.sessions.createFamily({ token: freshToken(), credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
+    await store.sessions.createFamily({ token: freshToken(), credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + DAY, now: T0 });
     const ttls = await pttls(client, prefix);
     expect(ttls.size).toBe(2);
     expectAllExpiring(ttls, DAY + SLACK);
@@ -101,16 +101,18 @@ describe('RedisStore: every record expires', () => {
     const { store, client, prefix } = await open('ttl-rotate');
     const token = freshToken();
     // a short-lived first token, rotated into a day-long one
-    await store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + 5_000, now: T0 });
+    await store.sessions.createFamily({ token, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + 5_000, endsAt: T0 + 7 * DAY, now: T0 });
     const outcome = await store.sessions.rotate({
       token,
       credentialId: 'c',
+      fingerprint: 'fp',
+      notBefore: 0,
       newTokenHash: `h_${randomUUID()}`,
       newExpiresAt: T0 + 1_000 + DAY,
       now: T0 + 1_000,
       graceMs: GRACE,
     });
-    expect(outcome).toBe('rotated');
+    expect(outcome).toEqual({ outcome: 'rotated', expiresAt: T0 + 1_000 + DAY });
     const ttls = await pttls(client, prefix);
     expect(ttls.size).toBe(3);
     expectAllExpiring(ttls, DAY + SLACK);
@@ -143,7 +145,7 @@ describe('RedisStore: every record expires', () => {
 describe('RedisStore: namespaces (D8)', () => {
   it('keeps every key under its prefix', async () => {
     const { store, client, prefix } = await open('ns-keys');
-    await store.sessions.createFamily({ token: freshToken(), credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
+    await store.sessions.createFamily({ token: freshToken(), credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + DAY, now: T0 });
     await store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     await store.lockouts.recordFailure('alice', { now: T0, maxFailures: 10, lockoutMs: 60_000 });
     await store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 }).consume('alice');
@@ -157,16 +159,27 @@ describe('RedisStore: namespaces (D8)', () => {
     const production = await open('ns-production');
     const token = freshToken();
     const record = sampleRecord();
-    await sandbox.store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
+    await sandbox.store.sessions.createFamily({ token, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + DAY, now: T0 });
     await sandbox.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     await sandbox.store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record, expiresAt: T0 + DAY, now: T0 + 1 });
     for (let i = 0; i < 10; i += 1) await sandbox.store.lockouts.recordFailure('alice', { now: T0 + i, maxFailures: 10, lockoutMs: 60_000 });
     const sandboxLimiter = sandbox.store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 });
     for (let i = 0; i < 5; i += 1) await sandboxLimiter.consume('alice');
 
-    const rotateArgs = { token, credentialId: 'c', newTokenHash: `h_${randomUUID()}`, newExpiresAt: T0 + DAY, now: T0 + 100, graceMs: GRACE };
-    expect(await production.store.sessions.rotate(rotateArgs)).toBe('unknown');
-    expect(await production.store.sessions.revokeFamily({ token, credentialId: 'c', now: T0 + 100, graceMs: GRACE })).toBe('unknown');
+    const rotateArgs = {
+      token,
+      credentialId: 'c',
+      fingerprint: 'fp',
+      notBefore: 0,
+      newTokenHash: `h_${randomUUID()}`,
+      newExpiresAt: T0 + DAY,
+      now: T0 + 100,
+      graceMs: GRACE,
+    };
+    expect(await production.store.sessions.rotate(rotateArgs)).toEqual({ outcome: 'unknown' });
+    expect(await production.store.sessions.revokeFamily({ token, credentialId: 'c', fingerprint: 'fp', notBefore: 0, now: T0 + 100, graceMs: GRACE })).toBe(
+      'unknown',
+    );
     expect(await production.store.idempotency.peek('acct-1:req-1', T0 + 100)).toEqual({ state: 'reserved' });
     expect(await production.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-2', now: T0 + 100, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
       state: 'reserved',
@@ -178,7 +191,7 @@ describe('RedisStore: namespaces (D8)', () => {
 
     // and the sandbox's own state is untouched by production's writes
     expect(await sandbox.store.idempotency.peek('acct-1:req-1', T0 + 100)).toEqual({ state: 'completed', record });
-    expect(await sandbox.store.sessions.rotate(rotateArgs)).toBe('rotated');
+    expect((await sandbox.store.sessions.rotate(rotateArgs)).outcome).toBe('rotated');
     expect(await sandbox.store.lockouts.lockedUntil('alice', T0 + 100)).toBeGreaterThan(0);
   });
 
@@ -190,27 +203,47 @@ describe('RedisStore: namespaces (D8)', () => {
     try {
       expect(await waitUntilReady(client, 5_000)).toBe(true);
       const token = freshToken();
-      await first.store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + DAY, now: T0 });
+      await first.store.sessions.createFamily({ token, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + DAY, now: T0 });
       const results = await Promise.all(
         [first.store, second, first.store, second].map((s, i) =>
-          s.sessions.rotate({ token, credentialId: 'c', newTokenHash: `h_${i}`, newExpiresAt: T0 + DAY, now: T0 + 1_000 + i, graceMs: GRACE }),
+          s.sessions.rotate({
+            token,
+            credentialId: 'c',
+            fingerprint: 'fp',
+            notBefore: 0,
+            newTokenHash: `h_${i}`,
+            newExpiresAt: T0 + DAY,
+            now: T0 + 1_000 + i,
+            graceMs: GRACE,
+          }),
         ),
       );
-      expect(results).toEqual(['rotated', 'rotated', 'rotated', 'rotated']);
+      expect(results.map((result) => result.outcome)).toEqual(['rotated', 'rotated', 'rotated', 'rotated']);
       expect(
         // the grace runs from whichever of the four parallel rotations ran first (T0 + 1 000 to 1 003)
-        await second.sessions.rotate({ token, credentialId: 'c', newTokenHash: 'h_late', newExpiresAt: T0 + DAY, now: T0 + 1_003 + GRACE, graceMs: GRACE }),
-      ).toBe('reuse');
+        await second.sessions.rotate({
+          token,
+          credentialId: 'c',
+          fingerprint: 'fp',
+          notBefore: 0,
+          newTokenHash: 'h_late',
+          newExpiresAt: T0 + DAY,
+          now: T0 + 1_003 + GRACE,
+          graceMs: GRACE,
+        }),
+      ).toEqual({ outcome: 'reuse' });
       expect(
         await first.store.sessions.rotate({
           token: { ...token, tokenHash: 'h_3' },
           credentialId: 'c',
+          fingerprint: 'fp',
+          notBefore: 0,
           newTokenHash: 'h_x',
           newExpiresAt: T0 + DAY,
           now: T0 + 2 * GRACE,
           graceMs: GRACE,
         }),
-      ).toBe('revoked');
+      ).toEqual({ outcome: 'revoked' });
 
       await first.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
       expect(await second.idempotency.reserve('acct-1:req-1', { owner: 'gw-2', now: T0 + 1, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
@@ -249,9 +282,25 @@ describe('RedisStore: fail fast when Redis is unreachable (D23)', () => {
 
   const token = freshToken();
   const operations: [string, () => Promise<unknown>][] = [
-    ['sessions.createFamily', () => store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + DAY, now: T0 })],
-    ['sessions.rotate', () => store.sessions.rotate({ token, credentialId: 'c', newTokenHash: 'h_new', newExpiresAt: T0 + DAY, now: T0, graceMs: GRACE })],
-    ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token, credentialId: 'c', now: T0, graceMs: GRACE })],
+    [
+      'sessions.createFamily',
+      () => store.sessions.createFamily({ token, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + DAY, now: T0 }),
+    ],
+    [
+      'sessions.rotate',
+      () =>
+        store.sessions.rotate({
+          token,
+          credentialId: 'c',
+          fingerprint: 'fp',
+          notBefore: 0,
+          newTokenHash: 'h_new',
+          newExpiresAt: T0 + DAY,
+          now: T0,
+          graceMs: GRACE,
+        }),
+    ],
+    ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token, credentialId: 'c', fingerprint: 'fp', notBefore: 0, now: T0, graceMs: GRACE })],
     ['idempotency.reserve', () => store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT })],
     ['idempotency.peek', () => store.idempotency.peek('acct-1:req-1', T0)],
     ['idempotency.complete', () => store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 })],
@@ -310,12 +359,23 @@ describe('RedisStore: scripts that arrive after the gateway gave up change nothi
     // Same namespace and client, but every guarded script is already past its deadline on arrival.
     const late = new RedisStore(client, prefix, { ownsClient: false, deadlineMs: -10_000 });
     const token = freshToken();
-    await store.sessions.createFamily({ token, credentialId: 'cred-1', expiresAt: T0 + DAY, now: T0 });
+    await store.sessions.createFamily({ token, credentialId: 'cred-1', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + DAY, now: T0 });
 
     await expect(
-      late.sessions.rotate({ token, credentialId: 'cred-1', newTokenHash: 'h_late', newExpiresAt: T0 + DAY, now: T0 + 1_000, graceMs: GRACE }),
+      late.sessions.rotate({
+        token,
+        credentialId: 'cred-1',
+        fingerprint: 'fp',
+        notBefore: 0,
+        newTokenHash: 'h_late',
+        newExpiresAt: T0 + DAY,
+        now: T0 + 1_000,
+        graceMs: GRACE,
+      }),
     ).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(late.sessions.revokeFamily({ token, credentialId: 'cred-1', now: T0 + 1_000, graceMs: GRACE })).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(
+      late.sessions.revokeFamily({ token, credentialId: 'cred-1', fingerprint: 'fp', notBefore: 0, now: T0 + 1_000, graceMs: GRACE }),
+    ).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(late.idempotency.reserve('acct-1:req-late', { owner: 'gw-late', now: T0, leaseMs: 10_000, attempt: ATTEMPT })).rejects.toBeInstanceOf(
       StoreUnavailableError,
     );
@@ -324,8 +384,17 @@ describe('RedisStore: scripts that arrive after the gateway gave up change nothi
     // reuse), the family is not revoked, and the requestId is free for another claim.
     expect(await client.hget(`${prefix}rt:{${token.familyId}}:${token.tokenHash}`, 'rotatedAt')).toBeNull();
     expect(
-      await store.sessions.rotate({ token, credentialId: 'cred-1', newTokenHash: 'h_next', newExpiresAt: T0 + DAY, now: T0 + 2 * GRACE, graceMs: GRACE }),
-    ).toBe('rotated');
+      await store.sessions.rotate({
+        token,
+        credentialId: 'cred-1',
+        fingerprint: 'fp',
+        notBefore: 0,
+        newTokenHash: 'h_next',
+        newExpiresAt: T0 + DAY,
+        now: T0 + 2 * GRACE,
+        graceMs: GRACE,
+      }),
+    ).toMatchObject({ outcome: 'rotated' });
     expect(await store.idempotency.reserve('acct-1:req-late', { owner: 'gw-other', now: T0, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
       state: 'reserved',
     });

@@ -28,7 +28,14 @@ describe('Sentinel topology (D35)', () => {
       await waitUntilPingable(store);
       const master = await sentinel().master();
       expect(store.describe()).toMatchObject({ topology: 'sentinel', up: true, masters: [master.address], masterChanges: 0 });
-      await store.sessions.createFamily({ token: { familyId: 'f1', tokenHash: 'h1' }, credentialId: 'c', expiresAt: Date.now() + 60_000, now: Date.now() });
+      await store.sessions.createFamily({
+        token: { familyId: 'f1', tokenHash: 'h1' },
+        credentialId: 'c',
+        fingerprint: 'fp',
+        expiresAt: Date.now() + 60_000,
+        endsAt: Date.now() + 60_000,
+        now: Date.now(),
+      });
       // The write is on the master the sentinels name.
       const admin = master.admin();
       try {
@@ -106,7 +113,14 @@ describe('Sentinel topology (D35)', () => {
       while (!landed && performance.now() - started < 10_000) {
         const familyId = `fam_${randomUUID()}`;
         try {
-          await store.sessions.createFamily({ token: { familyId, tokenHash: 'h' }, credentialId: 'c', expiresAt: Date.now() + 60_000, now: Date.now() });
+          await store.sessions.createFamily({
+            token: { familyId, tokenHash: 'h' },
+            credentialId: 'c',
+            fingerprint: 'fp',
+            expiresAt: Date.now() + 60_000,
+            endsAt: Date.now() + 60_000,
+            now: Date.now(),
+          });
           const admin = after.admin();
           try {
             await admin.connect();

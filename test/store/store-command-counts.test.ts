@@ -6,7 +6,7 @@ import { createRedisClient } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { postLogin, postLogout, postRefresh, waitFor } from '../support/auth-requests.js';
 import { createCard, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
-import { PASSWORD } from '../support/gateway-fixture.js';
+import { DEFAULT_CREDENTIALS, PASSWORD, testConfig } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
 
@@ -17,8 +17,11 @@ import { uniquePrefix } from '../support/redis.js';
  * table cannot drift from the code; the CPU figures are printed.
  */
 
-/** Commands of this test's own admin connection and of the store's health monitor, not of requests. */
-const NOT_REQUESTS = new Set(['info', 'config', 'ping', 'client', 'hello', 'select', 'command', 'script']);
+/**
+ * Commands of this test's own admin connection, of the store's health monitor and of the
+ * periodic read of the credentials' not-before instants (HGETALL, D41), not of requests.
+ */
+const NOT_REQUESTS = new Set(['info', 'config', 'ping', 'client', 'hello', 'select', 'command', 'script', 'hgetall']);
 
 interface Usage {
   calls: Map<string, number>;
@@ -194,6 +197,21 @@ describe('store commands per request type (INFO commandstats)', () => {
   it('card creation (new requestId): the claim and the record, two scripts', async () => {
     const token = await fixture.token();
     const counts = await measure('card creation', N, async () => {
+      expect((await createCard(fixture.gw, token, validCardBody())).statusCode).toBe(201);
+    });
+    expect(counts).toEqual({ evalsha: 2 });
+  });
+
+  it('card creation after its credential was deactivated and reactivated (D41): still two scripts, the not-before check is in memory', async () => {
+    const { gw } = fixture;
+    const withActive = (active: boolean) => DEFAULT_CREDENTIALS.map((credential) => (credential.id === 'cred-full' ? { ...credential, active } : credential));
+    gw.clock.advance(60_000);
+    await gw.gateway.reload(await testConfig({}, withActive(false)));
+    gw.clock.advance(60_000);
+    await gw.gateway.reload(await testConfig({}, withActive(true)));
+    gw.clock.advance(60_000);
+    const token = await fixture.token();
+    const counts = await measure('card creation (credential with a not-before instant)', N, async () => {
       expect((await createCard(fixture.gw, token, validCardBody())).statusCode).toBe(201);
     });
     expect(counts).toEqual({ evalsha: 2 });

@@ -55,27 +55,31 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
 
     const newToken = (familyId: string): TokenRef => ({ familyId, tokenHash: `h_${randomUUID()}` });
 
+    /** A login at `now` under fingerprint `fp`: its first token expires at `expiresAt`, the session a week later (D41). */
     async function login(now = T0, expiresAt = now + DAY): Promise<TokenRef> {
       const token = newToken(`fam_${randomUUID()}`);
-      await store.sessions.createFamily({ token, credentialId: CRED, expiresAt, now });
+      await store.sessions.createFamily({ token, credentialId: CRED, fingerprint: 'fp', expiresAt, endsAt: now + 7 * DAY, now });
       return token;
     }
 
     /** Rotates `token` at `now`; returns the outcome and the new token it would have added. */
     async function rotate(token: TokenRef, now: number, credentialId = CRED) {
       const next = newToken(token.familyId);
-      const outcome = await store.sessions.rotate({
+      const result = await store.sessions.rotate({
         token,
         credentialId,
+        fingerprint: 'fp',
+        notBefore: 0,
         newTokenHash: next.tokenHash,
         newExpiresAt: now + DAY,
         now,
         graceMs: GRACE,
       });
-      return { outcome, next };
+      return { outcome: result.outcome, next };
     }
 
-    const revoke = (token: TokenRef, now: number, credentialId = CRED) => store.sessions.revokeFamily({ token, credentialId, now, graceMs: GRACE });
+    const revoke = (token: TokenRef, now: number, credentialId = CRED) =>
+      store.sessions.revokeFamily({ token, credentialId, fingerprint: 'fp', notBefore: 0, now, graceMs: GRACE });
 
     describe('sessions: rotation (D3, D5)', () => {
       it('rotates a fresh token and the new token rotates in turn', async () => {
@@ -210,6 +214,95 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
         expect(await revoke(first, T0 + 3_000)).toBe('revoked');
         expect((await rotate(r1.next, T0 + 3_001)).outcome).toBe('revoked');
         expect((await rotate(r2.next, T0 + 3_001)).outcome).toBe('revoked');
+      });
+    });
+
+    describe("sessions: bound to the credential's secret, with an absolute end (D41)", () => {
+      const bound = (token: TokenRef, now: number, binding: { fingerprint?: string; notBefore?: number } = {}) =>
+        store.sessions.rotate({
+          token,
+          credentialId: CRED,
+          fingerprint: binding.fingerprint ?? 'fp',
+          notBefore: binding.notBefore ?? 0,
+          newTokenHash: `h_${randomUUID()}`,
+          newExpiresAt: now + DAY,
+          now,
+          graceMs: GRACE,
+        });
+
+      it('ends a family made under another fingerprint, and it stays revoked under the old one', async () => {
+        const first = await login();
+        expect(await bound(first, T0 + 1_000, { fingerprint: 'fp-new' })).toEqual({ outcome: 'ended' });
+        expect((await bound(first, T0 + 2_000)).outcome).toBe('revoked');
+        const other = await login();
+        expect(await revoke(other, T0 + 1)).toBe('revoked');
+      });
+
+      it('ends a family logged in before the not-before instant, not one logged in at it', async () => {
+        const before = await login(T0 - 1);
+        const at = await login(T0);
+        expect(await bound(before, T0 + 1_000, { notBefore: T0 })).toEqual({ outcome: 'ended' });
+        expect((await bound(at, T0 + 1_000, { notBefore: T0 })).outcome).toBe('rotated');
+        // a reactivation does not bring the ended family back: it was revoked
+        expect((await bound(before, T0 + 2_000)).outcome).toBe('revoked');
+      });
+
+      it('answers ended at logout too, and revokes the family', async () => {
+        const first = await login();
+        expect(await store.sessions.revokeFamily({ token: first, credentialId: CRED, fingerprint: 'fp', notBefore: T0 + 1, now: T0 + 2, graceMs: GRACE })).toBe(
+          'ended',
+        );
+        expect((await bound(first, T0 + 3)).outcome).toBe('revoked');
+        const second = await login();
+        expect(await store.sessions.revokeFamily({ token: second, credentialId: CRED, fingerprint: 'fp-new', notBefore: 0, now: T0 + 2, graceMs: GRACE })).toBe(
+          'ended',
+        );
+      });
+
+      it('never lets a rotation move a token past the session end, and expires the session at it', async () => {
+        const endsAt = T0 + 5_000;
+        const token = newToken(`fam_${randomUUID()}`);
+        await store.sessions.createFamily({ token, credentialId: CRED, fingerprint: 'fp', expiresAt: endsAt, endsAt, now: T0 });
+        const next = newToken(token.familyId);
+        const rotated = await store.sessions.rotate({
+          token,
+          credentialId: CRED,
+          fingerprint: 'fp',
+          notBefore: 0,
+          newTokenHash: next.tokenHash,
+          newExpiresAt: T0 + 1_000 + DAY,
+          now: T0 + 1_000,
+          graceMs: GRACE,
+        });
+        expect(rotated).toEqual({ outcome: 'rotated', expiresAt: endsAt });
+        expect(await bound(next, endsAt - 1)).toEqual({ outcome: 'rotated', expiresAt: endsAt });
+        expect(await bound(next, endsAt)).toEqual({ outcome: 'expired' });
+        // a token whose own expiry comes first keeps it
+        const early = await login(T0, T0 + 2_000);
+        expect(await bound(early, T0 + 1_000)).toEqual({ outcome: 'rotated', expiresAt: T0 + 1_000 + DAY });
+      });
+    });
+
+    describe('not-before instants (D41)', () => {
+      it('raises an instant and never lowers it, answering the instant stored', async () => {
+        const id = `cred-${randomUUID()}`;
+        expect(await store.notBefore.raise(id, T0)).toBe(T0);
+        expect(await store.notBefore.raise(id, T0 - 1)).toBe(T0);
+        expect(await store.notBefore.raise(id, T0 + 1)).toBe(T0 + 1);
+      });
+
+      it('reads the instants of the credentials asked for; one without an instant is absent', async () => {
+        const [a, b, c] = [`cred-${randomUUID()}`, `cred-${randomUUID()}`, `cred-${randomUUID()}`];
+        await store.notBefore.raise(a, T0);
+        await store.notBefore.raise(b, T0 + 5);
+        expect(await store.notBefore.read([a, b, c])).toEqual(
+          new Map([
+            [a, T0],
+            [b, T0 + 5],
+          ]),
+        );
+        expect(await store.notBefore.read([c])).toEqual(new Map());
+        expect(await store.notBefore.read([])).toEqual(new Map());
       });
     });
 

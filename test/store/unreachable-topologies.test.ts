@@ -35,9 +35,25 @@ for (const topology of ['sentinel', 'cluster'] as const) {
 
     const token = { familyId: 'fam', tokenHash: 'h' };
     const operations: [string, () => Promise<unknown>][] = [
-      ['sessions.createFamily', () => store.sessions.createFamily({ token, credentialId: 'c', expiresAt: T0 + 1000, now: T0 })],
-      ['sessions.rotate', () => store.sessions.rotate({ token, credentialId: 'c', newTokenHash: 'n', newExpiresAt: T0 + 1000, now: T0, graceMs: 1000 })],
-      ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token, credentialId: 'c', now: T0, graceMs: 1000 })],
+      [
+        'sessions.createFamily',
+        () => store.sessions.createFamily({ token, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + 1000, endsAt: T0 + 1000, now: T0 }),
+      ],
+      [
+        'sessions.rotate',
+        () =>
+          store.sessions.rotate({
+            token,
+            credentialId: 'c',
+            fingerprint: 'fp',
+            notBefore: 0,
+            newTokenHash: 'n',
+            newExpiresAt: T0 + 1000,
+            now: T0,
+            graceMs: 1000,
+          }),
+      ],
+      ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token, credentialId: 'c', fingerprint: 'fp', notBefore: 0, now: T0, graceMs: 1000 })],
       ['idempotency.reserve', () => store.idempotency.reserve('a:r', { owner: 'o', now: T0, leaseMs: 1000, attempt: ATTEMPT })],
       ['idempotency.peek', () => store.idempotency.peek('a:r', T0)],
       ['idempotency.complete', () => store.idempotency.complete('a:r', { owner: 'o', record: sampleRecord(), expiresAt: T0 + 1000, now: T0 })],

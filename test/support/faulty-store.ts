@@ -20,9 +20,12 @@ export class FaultyStore implements GatewayStore {
   readonly sessions: GatewayStore['sessions'];
   readonly idempotency: GatewayStore['idempotency'];
   readonly lockouts: GatewayStore['lockouts'];
+  readonly notBefore: GatewayStore['notBefore'];
 
   constructor(readonly inner: GatewayStore) {
     this.sessions = this.#guard('sessions', inner.sessions);
+    // Credentials' not-before instants (D41) are session state: they fail with the sessions.
+    this.notBefore = this.#guard('sessions', inner.notBefore);
     this.idempotency = this.#guard('idempotency', inner.idempotency);
     this.lockouts = this.#guard('lockouts', inner.lockouts);
   }

@@ -52,6 +52,8 @@ export interface TestKeys {
   cardKey: string;
   /** A connector shared secret (mode 0600), for production-shaped configs. */
   connectorSecret: string;
+  /** A Redis password (mode 0600), for production-shaped configs (D50). */
+  redisPassword: string;
 }
 
 let keysPromise: Promise<TestKeys> | undefined;
@@ -92,6 +94,7 @@ export function testKeys(): Promise<TestKeys> {
       otherPublicKey: write('other-signing.pub', other.publicKey.export({ type: 'spki', format: 'pem' }).toString()),
       cardKey: write('card.key', randomBytes(32).toString('base64')),
       connectorSecret: write('connector.secret', randomBytes(24).toString('base64url')),
+      redisPassword: write('redis.password', randomBytes(24).toString('base64url')),
     };
   })();
   return keysPromise;
@@ -139,15 +142,15 @@ export async function rawTestConfig(overrides: RawConfig = {}): Promise<RawConfi
 }
 
 /**
- * What `environment: production` insists on (D32): a Redis store and a connector reached over
- * https that can authenticate the gateway. Tests that inject their own store and never reach
+ * What `environment: production` insists on (D32, D50): a Redis store with its password from a
+ * file, and a connector reached over https that can authenticate the gateway. Tests that inject their own store and never reach
  * the connector merge these into a production config.
  */
 export async function productionSafeOverrides(): Promise<RawConfig> {
   const keys = await testKeys();
   return {
     environment: 'production',
-    store: { kind: 'redis', redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'test:production-shaped:' } },
+    store: { kind: 'redis', redis: { url: 'redis://127.0.0.1:6379', password: { file: keys.redisPassword }, keyPrefix: 'test:production-shaped:' } },
     connector: { url: 'https://127.0.0.1:9', timeoutMs: 1000, sharedSecret: { file: keys.connectorSecret } },
   };
 }

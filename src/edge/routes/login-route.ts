@@ -16,7 +16,9 @@ export const SessionTokensSchema = Type.Object(
     idToken: Type.String({ description: 'Identifies the credential; verify it against the public keys. Never accepted as a bearer token.' }),
     idTokenExpiresAt: Type.Integer({ description: 'Unix seconds' }),
     refreshToken: Type.String({ description: 'Obtains a new access token at refresh; rotated on each use.' }),
-    refreshTokenExpiresAt: Type.Integer({ description: 'Unix seconds' }),
+    refreshTokenExpiresAt: Type.Integer({
+      description: "Unix seconds: 24 hours from issuance, or the session's end (login + tokens.sessionMaxAgeHours) if that is earlier.",
+    }),
   },
   { title: 'SessionTokens' },
 );

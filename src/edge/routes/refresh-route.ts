@@ -18,7 +18,7 @@ const RefreshResponse = Type.Object(
     accessToken: Type.String({ description: 'The new bearer access token.' }),
     accessTokenExpiresAt: Type.Integer({ description: 'Unix seconds' }),
     refreshToken: Type.String({ description: 'The new refresh token; store it, the one just used stops working 60 s after its first use.' }),
-    refreshTokenExpiresAt: Type.Integer({ description: 'Unix seconds' }),
+    refreshTokenExpiresAt: Type.Integer({ description: "Unix seconds: 24 hours from issuance, or the session's end if that is earlier (D41)." }),
   },
   { title: 'RefreshedTokens' },
 );
@@ -36,7 +36,7 @@ export function registerRefreshRoute(scope: FastifyInstance, sessions: SessionSe
         operationId: 'refresh',
         summary: 'Rotate the refresh token and get a new access token',
         description:
-          "Needs both the current, unexpired access token (bearer) and the session's newest refresh token (body). Every success rotates the refresh token: the one presented keeps working for 60 seconds from its first use, after which presenting it revokes the whole session (401 `refresh_token_revoked`). Any 401 here means: log in again. Limited per credential (429 `rate_limited`).",
+          "Needs both the current, unexpired access token (bearer) and the session's newest refresh token (body). Every success rotates the refresh token: the one presented keeps working for 60 seconds from its first use, after which presenting it revokes the whole session (401 `refresh_token_revoked`). The new refresh token lives 24 hours, never past the session's end (`tokens.sessionMaxAgeHours`, 168 by default, after its login: then 401 `refresh_token_expired`); a session that ended with its credential (deactivated or given a new password since its login) gets 401 `refresh_token_revoked` (D41). Any 401 here means: log in again. Limited per credential (429 `rate_limited`).",
         tags: ['auth'],
         security: BearerSecurity,
         body: RefreshTokenBody,

@@ -7,9 +7,11 @@ import {
   type Limiter,
   type LimiterOptions,
   type LockoutStore,
+  type NotBeforeStore,
   type Reservation,
   type RevokeOutcome,
-  type RotateOutcome,
+  type RotateResult,
+  type SessionBinding,
   type SessionStore,
   type StoreDescription,
   type StoredCard,
@@ -27,7 +29,14 @@ interface FamilyRecord {
   revoked: boolean;
   /** Latest expiry of any token of the family; the family is garbage after it. */
   expiresAt: number;
+  /** D41: the credential's secret fingerprint at login, the login instant and the session's absolute end. */
+  fingerprint: string;
+  loginAt: number;
+  endsAt: number;
 }
+
+/** D41: a family made under another secret, or logged in before the credential's not-before instant, has ended. */
+const hasEnded = (family: FamilyRecord, binding: SessionBinding): boolean => family.fingerprint !== binding.fingerprint || family.loginAt < binding.notBefore;
 interface TokenRecord {
   expiresAt: number;
   rotatedAt: number | undefined;
@@ -44,35 +53,45 @@ class MemorySessions implements SessionStore {
   readonly families = new Map<string, FamilyRecord>();
   readonly tokens = new Map<string, TokenRecord>();
 
-  async createFamily({ token, credentialId, expiresAt }: Parameters<SessionStore['createFamily']>[0]): Promise<void> {
-    this.families.set(token.familyId, { credentialId, revoked: false, expiresAt });
+  async createFamily({ token, credentialId, fingerprint, expiresAt, endsAt, now }: Parameters<SessionStore['createFamily']>[0]): Promise<void> {
+    this.families.set(token.familyId, { credentialId, revoked: false, expiresAt, fingerprint, loginAt: now, endsAt });
     this.tokens.set(`${token.familyId}:${token.tokenHash}`, { expiresAt, rotatedAt: undefined });
   }
 
-  async rotate(input: Parameters<SessionStore['rotate']>[0]): Promise<RotateOutcome> {
+  async rotate(input: Parameters<SessionStore['rotate']>[0]): Promise<RotateResult> {
     const { token, credentialId, newTokenHash, newExpiresAt, now, graceMs } = input;
     const family = this.families.get(token.familyId);
     const record = this.tokens.get(`${token.familyId}:${token.tokenHash}`);
-    if (!family || !record) return 'unknown';
-    if (family.credentialId !== credentialId) return 'mismatch';
-    if (family.revoked) return 'revoked';
-    if (record.expiresAt <= now) return 'expired';
+    if (!family || !record) return { outcome: 'unknown' };
+    if (family.credentialId !== credentialId) return { outcome: 'mismatch' };
+    if (family.revoked) return { outcome: 'revoked' };
+    if (hasEnded(family, input)) {
+      family.revoked = true;
+      return { outcome: 'ended' };
+    }
+    if (record.expiresAt <= now || family.endsAt <= now) return { outcome: 'expired' };
     if (record.rotatedAt !== undefined && now >= record.rotatedAt + graceMs) {
       family.revoked = true;
-      return 'reuse';
+      return { outcome: 'reuse' };
     }
     if (record.rotatedAt === undefined) record.rotatedAt = now;
-    this.tokens.set(`${token.familyId}:${newTokenHash}`, { expiresAt: newExpiresAt, rotatedAt: undefined });
-    family.expiresAt = Math.max(family.expiresAt, newExpiresAt);
-    return 'rotated';
+    const expiresAt = Math.min(newExpiresAt, family.endsAt);
+    this.tokens.set(`${token.familyId}:${newTokenHash}`, { expiresAt, rotatedAt: undefined });
+    family.expiresAt = Math.max(family.expiresAt, expiresAt);
+    return { outcome: 'rotated', expiresAt };
   }
 
-  async revokeFamily({ token, credentialId, now, graceMs }: Parameters<SessionStore['revokeFamily']>[0]): Promise<RevokeOutcome> {
+  async revokeFamily(input: Parameters<SessionStore['revokeFamily']>[0]): Promise<RevokeOutcome> {
+    const { token, credentialId, now, graceMs } = input;
     const family = this.families.get(token.familyId);
     const record = this.tokens.get(`${token.familyId}:${token.tokenHash}`);
     if (!family || !record) return 'unknown';
     if (family.credentialId !== credentialId) return 'mismatch';
     if (family.revoked) return 'already-revoked';
+    if (hasEnded(family, input)) {
+      family.revoked = true;
+      return 'ended';
+    }
     if (record.expiresAt <= now) return 'expired';
     family.revoked = true;
     return record.rotatedAt !== undefined && now >= record.rotatedAt + graceMs ? 'rotated-out' : 'revoked';
@@ -170,10 +189,30 @@ class MemoryLockouts implements LockoutStore {
   }
 }
 
+class MemoryNotBefore implements NotBeforeStore {
+  readonly instants = new Map<string, number>();
+
+  async raise(credentialId: string, at: number): Promise<number> {
+    const stored = Math.max(at, this.instants.get(credentialId) ?? 0);
+    this.instants.set(credentialId, stored);
+    return stored;
+  }
+
+  async read(credentialIds: readonly string[]): Promise<Map<string, number>> {
+    const found = new Map<string, number>();
+    for (const id of credentialIds) {
+      const at = this.instants.get(id);
+      if (at !== undefined) found.set(id, at);
+    }
+    return found;
+  }
+}
+
 export class MemoryStore implements GatewayStore {
   readonly sessions = new MemorySessions();
   readonly idempotency = new MemoryIdempotency();
   readonly lockouts = new MemoryLockouts();
+  readonly notBefore = new MemoryNotBefore();
   readonly #sweeper: NodeJS.Timeout;
 
   readonly #now: () => number;

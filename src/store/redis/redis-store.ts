@@ -17,8 +17,9 @@ import {
   type LimiterOptions,
   type LockoutStore,
   type Reservation,
+  type NotBeforeStore,
   type RevokeOutcome,
-  type RotateOutcome,
+  type RotateResult,
   type SessionStore,
   type StoredCard,
   type TokenRef,
@@ -51,39 +52,53 @@ const STALE_GUARD = `
 local clock = redis.call('TIME')
 if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > tonumber(ARGV[#ARGV]) then return 'stale' end`;
 const SCRIPTS = {
-  // KEYS: family, presented token, new token. ARGV: credentialId, now, graceMs, newExpiresAt, ttlMs, deadline
+  // KEYS: family, presented token, new token. ARGV: credentialId, now, graceMs, newExpiresAt, ttlMs, fingerprint, notBefore, deadline
   rotateRefresh: {
     numberOfKeys: 3,
     lua: `${STALE_GUARD}
-local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked')
+local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked', 'fp', 'login', 'end')
 local tok = redis.call('HMGET', KEYS[2], 'exp', 'rotatedAt')
-if not fam[1] or not tok[1] then return 'unknown' end
-if fam[1] ~= ARGV[1] then return 'mismatch' end
-if fam[2] == '1' then return 'revoked' end
+if not fam[1] or not tok[1] then return {'unknown'} end
+if fam[1] ~= ARGV[1] then return {'mismatch'} end
+if fam[2] == '1' then return {'revoked'} end
+-- the session ended with its credential's secret (D41): made under another fingerprint, or
+-- logged in before the credential's not-before instant. It stays dead whatever comes next.
+if fam[3] ~= ARGV[6] or tonumber(fam[4] or '0') < tonumber(ARGV[7]) then
+  redis.call('HSET', KEYS[1], 'revoked', '1')
+  return {'ended'}
+end
 local now = tonumber(ARGV[2])
-if tonumber(tok[1]) <= now then return 'expired' end
+if tonumber(tok[1]) <= now or tonumber(fam[5] or '0') <= now then return {'expired'} end
 -- past the grace after its first rotation: reuse, the whole family dies (D5)
 if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then
   redis.call('HSET', KEYS[1], 'revoked', '1')
-  return 'reuse'
+  return {'reuse'}
 end
 -- the grace runs from the first rotation only
 if not tok[2] then redis.call('HSET', KEYS[2], 'rotatedAt', ARGV[2]) end
-redis.call('HSET', KEYS[3], 'exp', ARGV[4])
+-- the new token lives its own lifetime, never past the session's absolute end (D41)
+local exp = ARGV[4]
+if tonumber(fam[5]) < tonumber(exp) then exp = fam[5] end
+redis.call('HSET', KEYS[3], 'exp', exp)
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
 -- the family outlives its newest token
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
-return 'rotated'`,
+return {'rotated', exp}`,
   },
-  // KEYS: family, presented token. ARGV: credentialId, now, graceMs, deadline
+  // KEYS: family, presented token. ARGV: credentialId, now, graceMs, fingerprint, notBefore, deadline
   revokeFamily: {
     numberOfKeys: 2,
     lua: `${STALE_GUARD}
-local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked')
+local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked', 'fp', 'login')
 local tok = redis.call('HMGET', KEYS[2], 'exp', 'rotatedAt')
 if not fam[1] or not tok[1] then return 'unknown' end
 if fam[1] ~= ARGV[1] then return 'mismatch' end
 if fam[2] == '1' then return 'already-revoked' end
+-- ended with its credential's secret (D41): revoked, and answered as such
+if fam[3] ~= ARGV[4] or tonumber(fam[4] or '0') < tonumber(ARGV[5]) then
+  redis.call('HSET', KEYS[1], 'revoked', '1')
+  return 'ended'
+end
 local now = tonumber(ARGV[2])
 if tonumber(tok[1]) <= now then return 'expired' end
 -- a token past its grace presented anywhere is reuse (D5): the family dies all the same
@@ -153,6 +168,15 @@ if failures >= tonumber(ARGV[2]) then
   return ARGV[3]
 end
 return '0'`,
+  },
+  // KEYS: the not-before hash. ARGV: credentialId, at. Raises, never lowers (D41); answers the instant stored.
+  raiseNotBefore: {
+    numberOfKeys: 1,
+    lua: `
+local stored = redis.call('HGET', KEYS[1], ARGV[1])
+if stored and tonumber(stored) >= tonumber(ARGV[2]) then return stored end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return ARGV[2]`,
   },
 } as const;
 
@@ -242,6 +266,7 @@ export class RedisStore implements GatewayStore {
   readonly sessions: SessionStore;
   readonly idempotency: IdempotencyStore;
   readonly lockouts: LockoutStore;
+  readonly notBefore: NotBeforeStore;
   readonly #redis: ScriptedClient;
   readonly #prefix: string;
   readonly #ownsClient: boolean;
@@ -314,6 +339,7 @@ export class RedisStore implements GatewayStore {
     this.sessions = this.#sessions();
     this.idempotency = this.#idempotency();
     this.lockouts = this.#lockouts();
+    this.notBefore = this.#notBefore();
     this.#watch(client);
     // A client still connecting is checked when it is ready (or when its connection fails), not
     // before: a check now would only find it not connected yet.
@@ -719,21 +745,21 @@ export class RedisStore implements GatewayStore {
   #sessions(): SessionStore {
     const redis = this.#redis;
     return {
-      createFamily: ({ token, credentialId, expiresAt, now }) =>
+      createFamily: ({ token, credentialId, fingerprint, expiresAt, endsAt, now }) =>
         this.#guarded(true, async () => {
           const ttl = ttlFor(expiresAt, now);
           // Both keys share the family's hash tag: one slot, so MULTI works on a Cluster too.
           await redis
             .multi()
-            .hset(this.#familyKey(token.familyId), 'cred', credentialId, 'revoked', '0')
+            .hset(this.#familyKey(token.familyId), 'cred', credentialId, 'revoked', '0', 'fp', fingerprint, 'login', String(now), 'end', String(endsAt))
             .pexpire(this.#familyKey(token.familyId), ttl)
             .hset(this.#tokenKey(token), 'exp', String(expiresAt))
             .pexpire(this.#tokenKey(token), ttl)
             .exec();
         }),
-      rotate: ({ token, credentialId, newTokenHash, newExpiresAt, now, graceMs }) =>
-        this.#guarded(true, async () =>
-          notStale<RotateOutcome>(
+      rotate: ({ token, credentialId, newTokenHash, newExpiresAt, now, graceMs, fingerprint, notBefore }) =>
+        this.#guarded(true, async (): Promise<RotateResult> => {
+          const [outcome, expiresAt] = notStale<[Exclude<RotateResult['outcome'], 'rotated'> | 'rotated', string?]>(
             await redis.rotateRefresh(
               this.#familyKey(token.familyId),
               this.#tokenKey(token),
@@ -743,11 +769,14 @@ export class RedisStore implements GatewayStore {
               String(graceMs),
               String(newExpiresAt),
               String(ttlFor(newExpiresAt, now)),
+              fingerprint,
+              String(notBefore),
               String(this.#deadline()),
             ),
-          ),
-        ),
-      revokeFamily: ({ token, credentialId, now, graceMs }) =>
+          );
+          return outcome === 'rotated' ? { outcome, expiresAt: Number(expiresAt) } : { outcome };
+        }),
+      revokeFamily: ({ token, credentialId, now, graceMs, fingerprint, notBefore }) =>
         this.#guarded(true, async () =>
           notStale<RevokeOutcome>(
             await redis.revokeFamily(
@@ -756,6 +785,8 @@ export class RedisStore implements GatewayStore {
               credentialId,
               String(now),
               String(graceMs),
+              fingerprint,
+              String(notBefore),
               String(this.#deadline()),
             ),
           ),
@@ -900,6 +931,24 @@ export class RedisStore implements GatewayStore {
       reset: (name) =>
         this.#guarded(false, async () => {
           await redis.del(key(name));
+        }),
+    };
+  }
+
+  /** D41: one hash of credential id -> not-before instant (no TTL: it must outlive every session). */
+  #notBefore(): NotBeforeStore {
+    const redis = this.#redis;
+    const key = `${this.#prefix}cred-not-before`;
+    return {
+      raise: (credentialId, at) => this.#guarded(true, async () => Number(await redis.raiseNotBefore(key, credentialId, String(at)))),
+      // HGETALL, a command no request sends: the periodic read is told apart from request work
+      // (test/store/store-command-counts.test.ts). The hash holds one field per credential.
+      read: (credentialIds) =>
+        this.#guarded(false, async () => {
+          const all = await redis.hgetall(key);
+          const found = new Map<string, number>();
+          for (const id of credentialIds) if (Object.hasOwn(all, id)) found.set(id, Number(all[id]));
+          return found;
         }),
     };
   }
