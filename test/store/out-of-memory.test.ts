@@ -67,13 +67,34 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
   const writes: [string, () => Promise<unknown>][] = [
     [
       'sessions.createFamily (MULTI)',
-      () => store.sessions.createFamily({ token: { familyId: `fam_${randomUUID()}`, tokenHash: 'h' }, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + 7 * DAY, now: T0 }),
+      () =>
+        store.sessions.createFamily({
+          token: { familyId: `fam_${randomUUID()}`, tokenHash: 'h' },
+          credentialId: 'c',
+          fingerprint: 'fp',
+          expiresAt: T0 + DAY,
+          endsAt: T0 + 7 * DAY,
+          now: T0,
+        }),
     ],
     [
       'sessions.rotate',
-      () => store.sessions.rotate({ token: family, credentialId: 'cred-1', newTokenHash: 'h_next', newExpiresAt: T0 + DAY, now: T0 + 1, graceMs: 60_000, fingerprint: 'fp', notBefore: 0 }),
+      () =>
+        store.sessions.rotate({
+          token: family,
+          credentialId: 'cred-1',
+          newTokenHash: 'h_next',
+          newExpiresAt: T0 + DAY,
+          now: T0 + 1,
+          graceMs: 60_000,
+          fingerprint: 'fp',
+          notBefore: 0,
+        }),
     ],
-    ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token: family, credentialId: 'cred-1', now: T0 + 1, graceMs: 60_000, fingerprint: 'fp', notBefore: 0 })],
+    [
+      'sessions.revokeFamily',
+      () => store.sessions.revokeFamily({ token: family, credentialId: 'cred-1', now: T0 + 1, graceMs: 60_000, fingerprint: 'fp', notBefore: 0 }),
+    ],
     // A released claim is taken over by deleting the hash and writing it anew: the script that wrote past maxmemory.
     [
       'idempotency.reserve (takes over a released claim)',
@@ -151,7 +172,16 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
       store.idempotency.complete('acct:pending', { owner: 'gw-a', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 2 }),
     ).resolves.toBeUndefined();
     await expect(
-      store.sessions.rotate({ token: family, credentialId: 'cred-1', newTokenHash: 'h_next', newExpiresAt: T0 + DAY, now: T0 + 2, graceMs: 60_000, fingerprint: 'fp', notBefore: 0 }),
+      store.sessions.rotate({
+        token: family,
+        credentialId: 'cred-1',
+        newTokenHash: 'h_next',
+        newExpiresAt: T0 + DAY,
+        now: T0 + 2,
+        graceMs: 60_000,
+        fingerprint: 'fp',
+        notBefore: 0,
+      }),
     ).resolves.toMatchObject({ outcome: 'rotated' });
     await expect(store.lockouts.recordFailure('alice', { now: T0 + 2, maxFailures: 5, lockoutMs: 60_000 })).resolves.toBe(0);
     await expect(store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 }).consume('alice')).resolves.toMatchObject({
