@@ -1,6 +1,9 @@
 // @ts-check
+import { fileURLToPath } from 'node:url';
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import { importX } from 'eslint-plugin-import-x';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
@@ -46,6 +49,25 @@ const LAYERS = [
 ];
 
 /**
+ * No import cycle in the gateway or the client (issue 18). `import-x/no-cycle` follows every
+ * import that exists at run time; `import type` is erased by the compiler and the rule skips it
+ * by design. The TypeScript resolver maps the NodeNext `.js` specifiers to their `.ts` sources,
+ * and the extension and parser settings let the rule read the imports of the files it reaches:
+ * without them it sees no imports and passes everything (test/tooling/import-cycles.test.ts
+ * guards against that).
+ */
+const NO_CYCLE = {
+  files: ['src/**/*.ts', 'client/src/**/*.ts'],
+  plugins: { 'import-x': importX },
+  settings: {
+    'import-x/extensions': ['.ts', '.js'],
+    'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+    'import-x/resolver-next': [createTypeScriptImportResolver({ project: fileURLToPath(new URL('tsconfig.json', import.meta.url)) })],
+  },
+  rules: { 'import-x/no-cycle': 'error' },
+};
+
+/**
  * One lint configuration for the whole repository: ESLint's and typescript-eslint's recommended
  * rules (the TypeScript-aware ones need no type information, so linting stays fast), with
  * formatting left to Prettier.
@@ -67,5 +89,6 @@ export default tseslint.config(
     },
   },
   ...LAYERS,
+  NO_CYCLE,
   prettier,
 );
