@@ -12,7 +12,7 @@ import { CardIssuance } from './cards/card-issuance.js';
 import { CardSealer } from './cards/card-sealing.js';
 import { CardService } from './cards/card-service.js';
 import { LiveSettings } from './config/live-settings.js';
-import type { GatewayConfig } from './config/load-config.js';
+import type { GatewayConfig } from './config/config-types.js';
 import { createConnectorClient, type ConnectorClient } from './connector/connector-client.js';
 import { createBearerGuard } from './edge/bearer-guard.js';
 import { installEdgeGuards } from './edge/edge-guards.js';

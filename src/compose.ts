@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { buildGateway, type Gateway } from './app.js';
 import { ConfigError } from './config/config-error.js';
-import type { GatewayConfig } from './config/load-config.js';
+import type { GatewayConfig } from './config/config-types.js';
 import { systemClock, type Clock } from './foundation/clock.js';
 import { createFileAuditSink, type AuditSink } from './observability/audit.js';
 import { createLogDestination, createLogger, type LogDestination } from './observability/logger.js';

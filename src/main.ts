@@ -9,7 +9,9 @@ import { composeGateway } from './compose.js';
 import { ConfigError } from './config/config-error.js';
 import { RELOADABLE_SECTIONS } from './config/live-settings.js';
 import { ensureLocalSecrets } from './config/local-secrets.js';
-import { loadConfig, restartNeeded, type GatewayConfig } from './config/load-config.js';
+import type { GatewayConfig } from './config/config-types.js';
+import { loadConfig } from './config/load-config.js';
+import { restartNeeded } from './config/restart-only.js';
 import { ListenError, listenGateway } from './server.js';
 
 const USAGE = `Usage: node dist/src/main.js [option]

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Gateway } from './app.js';
-import type { GatewayConfig } from './config/load-config.js';
+import type { GatewayConfig } from './config/config-types.js';
 
 /** A listener could not bind: one line an operator can act on (D40), never a stack trace. */
 export class ListenError extends Error {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import type { Clock } from '../foundation/clock.js';
-import type { GatewayConfig } from '../config/load-config.js';
+import type { GatewayConfig } from '../config/config-types.js';
 import { errors } from '../foundation/errors.js';
 import { StoreUnavailableError, type GatewayStore, type Limiter } from '../store/store-types.js';
 

@@ -1,7 +1,7 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import { toEpochSeconds, type Clock } from '../foundation/clock.js';
 import type { LiveSettings } from '../config/live-settings.js';
-import type { GatewayConfig } from '../config/load-config.js';
+import type { GatewayConfig } from '../config/config-types.js';
 import { admitsAddress, type Credential } from '../config/credentials-file.js';
 import { addressBucket } from '../foundation/address-ranges.js';
 import { errors, type GatewayError } from '../foundation/errors.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT, exportJWK, importPKCS8, importSPKI, jwtVerify, type CryptoKey, type JWK, type JWTHeaderParameters } from 'jose';
 import { toEpochSeconds, type Clock } from '../foundation/clock.js';
-import type { GatewayConfig } from '../config/load-config.js';
+import type { GatewayConfig } from '../config/config-types.js';
 import { errors } from '../foundation/errors.js';
 import type { Credential } from '../config/credentials-file.js';
 import { isCanonicalCompactJws } from './canonical-jws.js';

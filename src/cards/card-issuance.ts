@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../foundation/clock.js';
-import type { GatewayConfig } from '../config/load-config.js';
+import type { GatewayConfig } from '../config/config-types.js';
 import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../connector/connector-client.js';
 import { connectorIdempotencyKey } from '../connector/connector-contract.js';
 import { errors, GatewayError } from '../foundation/errors.js';

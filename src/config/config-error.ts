@@ -27,7 +27,21 @@ export function fieldPath(pointer: string): string {
 /** `#/.../anyOf/2/const` -> `#/.../anyOf`: the union a literal branch belongs to. */
 const LITERAL_BRANCH = /^(.*\/anyOf)\/\d+\/const$/;
 
-export function describeAjvErrors(file: string, errors: readonly ErrorObject[]): string[] {
+/**
+ * YAML reads an unquoted `10.1` or `7` as a number. Where the schema wants a string (an address,
+ * a kid, an id) the operator meant the text: say so, with the text as the file has it.
+ */
+function numberWhereStringExpected(error: ErrorObject, literal: (pointer: string) => string | undefined): string | undefined {
+  if (error.keyword !== 'type' || error.params['type'] !== 'string' || typeof error.data !== 'number') return undefined;
+  const text = literal(error.instancePath) ?? String(error.data);
+  return `must be a string; YAML read ${text} as a number: quote it (${JSON.stringify(text)})`;
+}
+
+/**
+ * One `file: field: problem` line per schema problem. `literal` gives the text of a value as the
+ * file has it (errors must come from a validator with `verbose: true`, which hands over the data).
+ */
+export function describeAjvErrors(file: string, errors: readonly ErrorObject[], literal: (pointer: string) => string | undefined = () => undefined): string[] {
   // TypeBox writes a union of literals as anyOf[{const}...]; Ajv then reports one `const` error
   // per branch plus the `anyOf`. An operator needs one line listing the choices.
   const unionKey = (instancePath: string, unionSchemaPath: string) => `${instancePath}\u0000${unionSchemaPath}`;
@@ -45,7 +59,10 @@ export function describeAjvErrors(file: string, errors: readonly ErrorObject[]):
     let path = error.instancePath;
     let problem = error.message ?? 'is invalid';
     const choices = error.keyword === 'anyOf' ? literalUnions.get(unionKey(error.instancePath, error.schemaPath)) : undefined;
-    if (choices) {
+    const quoteHint = numberWhereStringExpected(error, literal);
+    if (quoteHint) {
+      problem = quoteHint;
+    } else if (choices) {
       problem = `must be one of ${JSON.stringify(choices)}`;
     } else if (error.keyword === 'additionalProperties') {
       path = `${path}/${String(error.params['additionalProperty'])}`;

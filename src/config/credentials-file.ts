@@ -4,6 +4,7 @@ import { Ajv } from 'ajv';
 import { compileRanges, type AddressRanges } from '../foundation/address-ranges.js';
 import { ConfigError, describeAjvErrors } from './config-error.js';
 import { readYamlFile } from './read-yaml-file.js';
+import { accept, child, entries, members } from './schema-parts.js';
 import { parsePasswordHash, passwordHashFingerprint, type ParsedHash } from '../foundation/password-hash.js';
 
 export const PERMISSIONS = ['cards:create', 'cards:reveal'] as const;
@@ -57,50 +58,60 @@ export interface CredentialDirectory {
   readonly size: number;
 }
 
-const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile<CredentialsFile>(CredentialsFileSchema);
+// verbose: the schema problems' data lets describeAjvErrors hint at YAML's numbers (a numeric id).
+const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true }).compile<CredentialsFile>(CredentialsFileSchema);
+const ENTRY = CredentialsFileSchema.properties.credentials.items;
 
 /**
- * Reads and checks the credentials file. `knownAccounts` are the issuing accounts the main
- * config defines; a credential naming another one is a mistake caught here, not at card time.
+ * Reads and checks the credentials file, every problem in one pass (D52): the schema's, and for
+ * every entry what can be checked of it even when another of its settings is wrong (its hash,
+ * its address ranges, its account, unique id and username). `knownAccounts` are the issuing
+ * accounts the main config defines (unknown when that section is unreadable): a credential
+ * naming another one is a mistake caught here, not at card time.
  */
-export async function loadCredentials(file: string, knownAccounts: ReadonlySet<string>): Promise<CredentialDirectory> {
-  const data = await readYamlFile(file);
-  if (!validate(data)) throw new ConfigError(describeAjvErrors(file, validate.errors ?? []));
-
-  const problems: string[] = [];
+export async function loadCredentials(file: string, knownAccounts: ReadonlySet<string> | undefined): Promise<CredentialDirectory> {
+  const yaml = await readYamlFile(file);
+  const problems: string[] = validate(yaml.data) ? [] : describeAjvErrors(file, validate.errors ?? [], yaml.literal);
   const byId = new Map<string, Credential>();
   const byUsername = new Map<string, Credential>();
-  data.credentials.forEach((entry, index) => {
+  const ids = new Set<string>();
+  const usernames = new Set<string>();
+  entries(child(yaml.data, 'credentials')).forEach((raw, index) => {
     const at = (field: string) => `${file}: credentials[${index}].${field}`;
+    const entry = members(ENTRY, raw);
     let passwordHash: ParsedHash | undefined;
     let addressRanges: AddressRanges | undefined;
     try {
-      passwordHash = parsePasswordHash(entry.passwordHash);
+      if (entry.passwordHash !== undefined) passwordHash = parsePasswordHash(entry.passwordHash);
     } catch (error) {
       problems.push(`${at('passwordHash')}: ${(error as Error).message}`);
     }
     try {
-      addressRanges = compileRanges(entry.addressRanges);
+      if (entry.addressRanges !== undefined) addressRanges = compileRanges(entry.addressRanges);
     } catch (error) {
       problems.push(`${at('addressRanges')}: ${(error as Error).message}`);
     }
-    if (!knownAccounts.has(entry.issuingAccount)) problems.push(`${at('issuingAccount')}: "${entry.issuingAccount}" is not in the config's issuingAccounts`);
-    if (byId.has(entry.id)) problems.push(`${at('id')}: duplicate id "${entry.id}"`);
-    if (byUsername.has(entry.username)) problems.push(`${at('username')}: duplicate username`);
-    if (!passwordHash || !addressRanges) return;
+    if (knownAccounts && entry.issuingAccount !== undefined && !knownAccounts.has(entry.issuingAccount))
+      problems.push(`${at('issuingAccount')}: "${entry.issuingAccount}" is not in the config's issuingAccounts`);
+    if (entry.id !== undefined && ids.has(entry.id)) problems.push(`${at('id')}: duplicate id "${entry.id}"`);
+    if (entry.username !== undefined && usernames.has(entry.username)) problems.push(`${at('username')}: duplicate username`);
+    if (entry.id !== undefined) ids.add(entry.id);
+    if (entry.username !== undefined) usernames.add(entry.username);
+    const whole = accept(ENTRY, raw);
+    if (!whole || !passwordHash || !addressRanges) return;
     const credential: Credential = Object.freeze({
-      id: entry.id,
-      username: entry.username,
+      id: whole.id,
+      username: whole.username,
       // Frozen like the config around it (its salt and hash bytes are Buffers, which cannot be).
       passwordHash: Object.freeze(passwordHash),
-      secretFingerprint: passwordHashFingerprint(entry.passwordHash),
-      issuingAccount: entry.issuingAccount,
-      permissions: readonlySet(entry.permissions),
+      secretFingerprint: passwordHashFingerprint(whole.passwordHash),
+      issuingAccount: whole.issuingAccount,
+      permissions: readonlySet(whole.permissions),
       addressRanges,
-      active: entry.active,
+      active: whole.active,
     });
-    byId.set(entry.id, credential);
-    byUsername.set(entry.username, credential);
+    byId.set(whole.id, credential);
+    byUsername.set(whole.username, credential);
   });
   if (problems.length > 0) throw new ConfigError(problems);
   const all = Object.freeze([...byId.values()]);

@@ -1,7 +1,7 @@
 import type { CredentialDirectory } from './credentials-file.js';
 import type { AddressRanges } from '../foundation/address-ranges.js';
 import type { ConfigFile } from './config-schema.js';
-import type { GatewayConfig } from './load-config.js';
+import type { GatewayConfig } from './config-types.js';
 
 /** The parts of the config that a reload (SIGHUP, D22) replaces while the gateway runs. */
 export interface LiveSnapshot {

@@ -1,4 +1,8 @@
-import type { ConfigFile } from './config-schema.js';
+import { ConfigFileSchema } from './config-schema.js';
+import { child, members, present } from './schema-parts.js';
+
+const SCHEMA = ConfigFileSchema.properties;
+const REDIS = SCHEMA.store.properties.redis;
 
 /** A secret file and its permission bits, as the loader found it. */
 export interface SecretFileMode {
@@ -20,18 +24,24 @@ export interface UnsafeSetting {
 /**
  * Settings that would put card data or credentials at risk (D32, D50), as `field: problem`
  * pairs: the one list of them. Production refuses to start with any marked `refuse` and warns
- * about the others; sandbox and local log every one as a warning and start.
+ * about the others; sandbox and local log every one as a warning and start. `root` is the file
+ * as read: each guard looks at the settings the schema accepts, whatever their siblings hold (D52).
  */
-export function unsafeSettings(raw: ConfigFile, secretFiles: readonly SecretFileMode[]): UnsafeSetting[] {
+export function unsafeSettings(root: unknown, secretFiles: readonly SecretFileMode[]): UnsafeSetting[] {
   const found: UnsafeSetting[] = [];
   const refuse = (field: string, problem: string) => found.push({ field, problem, inProduction: 'refuse' });
-  if (raw.store.kind === 'memory') refuse('store.kind', 'memory keeps state in one process only; use redis');
-  if (raw.store.kind === 'redis' && raw.store.redis) found.push(...unsafeRedis(raw.store.redis));
-  if (raw.connector.url.startsWith('http://')) {
+  const store = child(root, 'store');
+  const { kind } = members(SCHEMA.store, store);
+  if (kind === 'memory') refuse('store.kind', 'memory keeps state in one process only; use redis');
+  if (kind === 'redis' && present(store, 'redis')) found.push(...unsafeRedis(child(store, 'redis')));
+  const connector = child(root, 'connector');
+  const { url } = members(SCHEMA.connector, connector);
+  if (url?.startsWith('http://')) {
     refuse('connector.url', 'plain http:// would send PAN and CVC in clear text; use https://');
-  } else {
-    const mutualTls = Boolean(raw.connector.tls?.cert && raw.connector.tls.key);
-    if (!mutualTls && !raw.connector.sharedSecret) {
+  } else if (url) {
+    const tls = child(connector, 'tls');
+    const mutualTls = present(tls, 'cert') && present(tls, 'key');
+    if (!mutualTls && !present(connector, 'sharedSecret')) {
       refuse('connector', 'the connector cannot authenticate the gateway: set connector.tls.cert and key (mutual TLS) or connector.sharedSecret');
     }
   }
@@ -40,7 +50,8 @@ export function unsafeSettings(raw: ConfigFile, secretFiles: readonly SecretFile
       refuse(file.field, `file ${file.path} is accessible to group or others (mode ${(file.mode & 0o777).toString(8).padStart(4, '0')}); chmod 600 it`);
     }
   }
-  if (VERBOSE_LEVELS.has(raw.logging.level)) refuse('logging.level', `${raw.logging.level} is below info; use info or higher`);
+  const { level } = members(SCHEMA.logging, child(root, 'logging'));
+  if (level && VERBOSE_LEVELS.has(level)) refuse('logging.level', `${level} is below info; use info or higher`);
   return found;
 }
 
@@ -51,8 +62,9 @@ export function unsafeSettings(raw: ConfigFile, secretFiles: readonly SecretFile
  * password and every record cross the network in clear: production warns, as the network may
  * be one the operator trusts.
  */
-function unsafeRedis(redis: NonNullable<ConfigFile['store']['redis']>): UnsafeSetting[] {
+function unsafeRedis(raw: unknown): UnsafeSetting[] {
   const found: UnsafeSetting[] = [];
+  const redis = members(REDIS, raw);
   let urlPassword = false;
   try {
     urlPassword = redis.url !== undefined && new URL(redis.url).password !== '';
@@ -66,20 +78,20 @@ function unsafeRedis(redis: NonNullable<ConfigFile['store']['redis']>): UnsafeSe
       inProduction: 'refuse',
     });
   }
-  if (redis.password === undefined) {
+  if (!present(raw, 'password')) {
     found.push({
       field: 'store.redis.password',
       problem: 'Redis without a password: anyone who reaches it reads and rewrites sessions and card records; set store.redis.password: { file: ... }',
       inProduction: 'refuse',
     });
-  } else if (redis.password.file === undefined) {
+  } else if (redis.password && redis.password.file === undefined) {
     found.push({
       field: 'store.redis.password',
       problem: `is read from the environment variable ${redis.password.env ?? ''}, which process listings and crash reports show; read it from a file (store.redis.password: { file: ... })`,
       inProduction: 'refuse',
     });
   }
-  const tls = redis.tls !== undefined || redis.url?.startsWith('rediss://') === true;
+  const tls = present(raw, 'tls') || redis.url?.startsWith('rediss://') === true;
   if (!tls) {
     found.push({
       field: 'store.redis.tls',

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import { deadlineSignal } from '../foundation/deadline.js';
-import type { GatewayConfig } from '../config/load-config.js';
+import type { GatewayConfig } from '../config/config-types.js';
 import { CONNECTOR_HEADERS, CONNECTOR_PATHS, parseConnectorCard, type ConnectorCard, type ConnectorCardRequest } from './connector-contract.js';
 
 export type { ConnectorCardRequest } from './connector-contract.js';

@@ -1,4 +1,4 @@
-import type { GatewayConfig } from '../config/load-config.js';
+import type { GatewayConfig } from '../config/config-types.js';
 import { MemoryStore } from './memory/memory-store.js';
 import { createStoreClient } from './redis/redis-client.js';
 import { RedisStore } from './redis/redis-store.js';

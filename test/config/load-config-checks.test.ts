@@ -7,7 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigFileSchema } from '../../src/config/config-schema.js';
 import { ConfigError } from '../../src/config/config-error.js';
 import { RELOADABLE_SECTIONS } from '../../src/config/live-settings.js';
-import { loadConfig, restartNeeded, type Environment, type GatewayConfig } from '../../src/config/load-config.js';
+import { loadConfig, type Environment, type GatewayConfig } from '../../src/config/load-config.js';
+import { restartNeeded } from '../../src/config/restart-only.js';
 import { rawTestConfig, testKeys, writeTestConfig, type RawConfig } from '../support/gateway-fixture.js';
 
 /**
