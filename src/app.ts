@@ -87,8 +87,10 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   const metrics = deps.metrics ?? new GatewayMetrics();
   const buildInfo = processBuildInfo();
   metrics.buildInfo.set({ version: buildInfo.version, commit: buildInfo.commit }, 1);
-  // Parsed (and checked against the key) by the loader.
-  metrics.tlsCertificateExpiry.set(config.tls.certificateExpiresAt);
+  // Parsed (and checked against their keys) by the loader; one series per certificate (D51).
+  metrics.tlsCertificateExpiry.set({ listener: 'api' }, config.tls.certificateExpiresAt);
+  const connectorClientExpiry = config.connector.tls?.certificateExpiresAt;
+  if (connectorClientExpiry !== undefined) metrics.tlsCertificateExpiry.set({ listener: 'connector_client' }, connectorClientExpiry);
 
   // Ports.
   const store = instrumentStore(deps.store, metrics);

@@ -196,7 +196,7 @@ async function reload(trigger: string): Promise<void> {
 
 async function reloadOnce(trigger: string): Promise<void> {
   try {
-    const next = await loadConfig(file);
+    const next = await loadConfig(file, process.env, { forReload: true });
     if (next.environment !== config.environment)
       throw new ConfigError([`${file}: environment: cannot change from ${config.environment} to ${next.environment} without a restart`]);
     const context = signalContext();
@@ -206,6 +206,8 @@ async function reloadOnce(trigger: string): Promise<void> {
     if (!stopping) watchFiles([file, next.credentialsFile]);
     const pending = restartNeeded(config, next);
     gateway.outcomes.record({ name: 'config.reloaded' }, context);
+    // Said at every reload, as at the start: the operator is acting now (D51 certificates, D32).
+    for (const warning of next.warnings) logger.warn({ trigger, problem: warning }, 'configuration warning');
     logger.info(
       {
         trigger,

@@ -27,19 +27,16 @@ export function parseCertificates(pem: Buffer): X509Certificate[] {
 const instant = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /**
- * D51: a certificate that has ended stops a production start and is a warning elsewhere; one that
- * ends within 14 days is a warning. Both name the certificate's file and its end. Returns the end
- * as Unix seconds (for the expiry metric).
+ * D51: a certificate that has ended stops a production start and is a warning elsewhere (and at
+ * a reload); one that ends within 14 days is a warning. Both name the certificate's file and its
+ * end. Returns the end as Unix seconds (for the expiry metric).
  */
 export function checkExpiry(context: SectionContext, field: string, source: string, leaf: X509Certificate): number {
   const notAfter = Date.parse(leaf.validTo);
   if (notAfter < context.now) {
-    refuseInProduction(
-      context,
-      field,
-      `certificate ${source} expired on ${instant(notAfter)}; renew it (${RUNBOOK})`,
-      'production refuses an expired certificate',
-    );
+    const problem = `certificate ${source} expired on ${instant(notAfter)}; renew it (${RUNBOOK})`;
+    if (context.refuseExpired) refuseInProduction(context, field, problem, 'production refuses an expired certificate');
+    else context.problems.warn(field, problem);
   } else if (notAfter - context.now <= EXPIRY_WARNING_DAYS * DAY_MS) {
     context.problems.warn(field, `certificate ${source} expires on ${instant(notAfter)}, within ${EXPIRY_WARNING_DAYS} days; renew it (${RUNBOOK})`);
   }

@@ -21,20 +21,30 @@ import { loadTokens } from './sections/tokens.js';
 // The types of loadConfig's signature, for callers that only load.
 export type { Environment, GatewayConfig } from './config-types.js';
 
+export interface LoadOptions {
+  /** Judges certificate expiry (D51). */
+  clock?: Clock;
+  /**
+   * A reload of a running gateway: an expired certificate is a warning even in production. The
+   * listener keeps its certificate until a restart anyway, and refusing the reload would also
+   * refuse what it carries (a credential deactivated in an incident).
+   */
+  forReload?: boolean;
+}
+
 /**
  * Reads, validates and resolves one environment's config file. Throws ConfigError listing every
  * problem of the file and its credentials file at once (D40, D52): the schema's, then each
  * section's (secrets readable, keys and certificates parse, ranges, credentials), then the
  * production guards (D32, D50), each section resolving what it can whatever its neighbours hold.
- * `clock` judges certificate expiry (D51).
  */
-export async function loadConfig(file: string, env: Environment = process.env, clock: Clock = systemClock): Promise<GatewayConfig> {
+export async function loadConfig(file: string, env: Environment = process.env, options: LoadOptions = {}): Promise<GatewayConfig> {
   const path = resolve(file);
   const { root, problems: schemaProblems } = await readConfigFile(path);
   if (!root) throw new ConfigError(schemaProblems);
   const secrets = new SecretReader(dirname(path), env);
   const environment = accept(ConfigFileSchema.properties.environment, root['environment']);
-  const run = new LoadRun(path, secrets, clock.now(), environment, schemaProblems);
+  const run = new LoadRun(path, secrets, { now: (options.clock ?? systemClock).now(), environment, refuseExpired: !options.forReload }, schemaProblems);
   const { section } = run;
   const sections = {
     environment,

@@ -104,6 +104,8 @@ export interface SectionContext {
   readonly now: number;
   /** The file's environment, when the schema accepts it: production refuses what others warn about. */
   readonly environment: ConfigFile['environment'] | undefined;
+  /** Whether production refuses an expired certificate (a start or a check) or warns (a reload, D51). */
+  readonly refuseExpired: boolean;
   readonly problems: Problems;
   /** Reads a secret reference (absent: undefined, no problem), adding its problem to this section's. */
   secret(field: string, ref: SecretRef | undefined, kind: SecretKind): Promise<Buffer | undefined>;
@@ -135,8 +137,7 @@ export class LoadRun {
   constructor(
     readonly file: string,
     readonly secrets: SecretReader,
-    readonly now: number,
-    readonly environment: ConfigFile['environment'] | undefined,
+    readonly settings: Pick<SectionContext, 'now' | 'environment' | 'refuseExpired'>,
     schemaProblems: readonly string[],
   ) {
     this.problems = [...schemaProblems];
@@ -145,11 +146,10 @@ export class LoadRun {
   /** Runs one section's loader on its part of the file: its value stands only if it found no problem. */
   readonly section = async <T>(load: SectionLoader<T>, raw: unknown): Promise<T | undefined> => {
     const problems = new Problems(this.file);
-    const { secrets, now, environment } = this;
+    const { secrets } = this;
     const value = await load(raw, {
+      ...this.settings,
       baseDir: secrets.baseDir,
-      now,
-      environment,
       problems,
       secret: (field, ref, kind) => secrets.read(field, ref, kind, problems),
       where: (ref) => secrets.where(ref),

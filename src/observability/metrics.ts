@@ -74,7 +74,8 @@ export class GatewayMetrics {
   readonly idempotencyWaiters: Gauge;
   readonly idempotencyWaitersRefused: Counter;
   readonly configReloads: Counter<'outcome'>;
-  readonly tlsCertificateExpiry: Gauge;
+  /** D51: one series per certificate the gateway holds. */
+  readonly tlsCertificateExpiry: Gauge<'listener'>;
   /** Read at scrape time; set by whoever owns the value (the log destination, the connector pool). */
   readonly #sources: { logLinesDropped?: () => number; connectorPool?: () => { inFlight: number; queued: number } } = {};
 
@@ -236,7 +237,8 @@ export class GatewayMetrics {
     );
     this.tlsCertificateExpiry = new Gauge({
       name: 'gateway_tls_certificate_expiry_timestamp_seconds',
-      help: 'When the API listener certificate expires (Unix seconds).',
+      help: 'When each TLS certificate expires (Unix seconds), by listener: api (the API listener), connector_client (mutual TLS to the connector).',
+      labelNames: ['listener'],
       registers,
     });
   }

@@ -1,0 +1,179 @@
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import selfsigned from 'selfsigned';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/foundation/clock.js';
+import { ConfigError } from '../../src/config/config-error.js';
+import { loadConfig, type GatewayConfig, type LoadOptions } from '../../src/config/load-config.js';
+import { parsePrometheusText, seriesValue } from '../operations/prometheus-text.js';
+import { createTestGateway, productionSafeOverrides, rawTestConfig, writeTestConfig, type RawConfig } from '../support/gateway-fixture.js';
+
+/**
+ * D51 at load: a certificate (the API listener's, or the connector client certificate) that ends
+ * within 14 days is a warning naming its file and its end; an expired one stops a production start
+ * (in the one list of problems) and is a warning elsewhere and at a reload. The certificates are
+ * made for the test (notAfter in 3 days, and yesterday); the 14-day boundary is judged with an
+ * injected clock. `/metrics` carries one expiry series per certificate.
+ */
+
+const DAY = 86_400_000;
+const RUNBOOK = 'docs/runbooks/rotate-tls-certificate.md';
+const scratch: string[] = [];
+afterAll(() => {
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
+interface TestCertificate {
+  cert: string;
+  key: string;
+  /** notAfter as the certificate carries it, Unix milliseconds. */
+  end: number;
+  /** `2026-11-25T12:00:00Z` */
+  endText: string;
+}
+
+/** A self-signed certificate for localhost valid until `notAfter`, its files written with mode 0600. */
+async function certificateUntil(notAfter: number): Promise<TestCertificate> {
+  const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    notBeforeDate: new Date(notAfter - 30 * DAY),
+    notAfterDate: new Date(notAfter),
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'cert-expiry-'));
+  scratch.push(dir);
+  const cert = join(dir, 'tls.crt');
+  const key = join(dir, 'tls.key');
+  writeFileSync(cert, pems.cert, { mode: 0o600 });
+  writeFileSync(key, pems.private, { mode: 0o600 });
+  const end = Date.parse(new X509Certificate(pems.cert).validTo);
+  return { cert, key, end, endText: new Date(end).toISOString().replace('.000Z', 'Z') };
+}
+
+async function written(raw: RawConfig): Promise<string> {
+  const config = await writeTestConfig(raw);
+  scratch.push(config.dir);
+  return config.file;
+}
+
+async function refused(file: string, options: LoadOptions = {}): Promise<readonly string[]> {
+  const error: unknown = await loadConfig(file, {}, options).then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  );
+  expect(error, 'the config should be refused').toBeInstanceOf(ConfigError);
+  return (error as ConfigError).problems;
+}
+
+const tlsOf = (certificate: TestCertificate): RawConfig => ({ cert: { file: certificate.cert }, key: { file: certificate.key } });
+/** The connector over https with a client certificate (production-shaped: its secret too). */
+async function connectorWithClient(certificate: TestCertificate): Promise<RawConfig> {
+  const { connector } = await productionSafeOverrides();
+  return { connector: { ...(connector as RawConfig), tls: tlsOf(certificate) } };
+}
+
+let endsSoon: TestCertificate;
+let ended: TestCertificate;
+beforeAll(async () => {
+  [endsSoon, ended] = await Promise.all([certificateUntil(Date.now() + 3 * DAY), certificateUntil(Date.now() - DAY)]);
+});
+
+const soonLine = (file: string, field: string, certificate: TestCertificate) =>
+  `${file}: ${field}: certificate ${certificate.cert} expires on ${certificate.endText}, within 14 days; renew it (${RUNBOOK})`;
+const endedLine = (file: string, field: string, certificate: TestCertificate) =>
+  `${file}: ${field}: certificate ${certificate.cert} expired on ${certificate.endText}; renew it (${RUNBOOK})`;
+
+describe('the API listener certificate', () => {
+  it('ending in 3 days: a warning naming the file and the date; sandbox and production both start', async () => {
+    const sandbox = await written(await rawTestConfig({ tls: tlsOf(endsSoon) }));
+    expect((await loadConfig(sandbox, {})).warnings).toContain(soonLine(sandbox, 'tls.cert', endsSoon));
+    const production = await written(await rawTestConfig({ ...(await productionSafeOverrides()), tls: tlsOf(endsSoon) }));
+    const config = await loadConfig(production, {});
+    expect(config.warnings).toContain(soonLine(production, 'tls.cert', endsSoon));
+    expect(config.tls.certificateExpiresAt).toBe(endsSoon.end / 1000);
+  });
+
+  it('expired: production refuses, in the one list with the other problems', async () => {
+    const file = await written(await rawTestConfig({ ...(await productionSafeOverrides()), tls: tlsOf(ended), allowlist: ['127.1'] }));
+    expect(await refused(file)).toEqual([
+      `${file}: allowlist[0]: "127.1" is not a four-part decimal IPv4 address or range`,
+      `${endedLine(file, 'tls.cert', ended)} (production refuses an expired certificate)`,
+    ]);
+  });
+
+  it('expired: sandbox starts with a warning, and a production reload warns instead of refusing', async () => {
+    const sandbox = await written(await rawTestConfig({ tls: tlsOf(ended) }));
+    expect((await loadConfig(sandbox, {})).warnings).toContain(endedLine(sandbox, 'tls.cert', ended));
+    const production = await written(await rawTestConfig({ ...(await productionSafeOverrides()), tls: tlsOf(ended) }));
+    expect((await loadConfig(production, {}, { forReload: true })).warnings).toContain(endedLine(production, 'tls.cert', ended));
+  });
+
+  it('a certificate a year from its end says nothing', async () => {
+    const file = await written(await rawTestConfig());
+    expect((await loadConfig(file, {})).warnings.filter((line) => line.includes('tls.cert'))).toEqual([]);
+  });
+});
+
+describe('the connector client certificate', () => {
+  it('ending in 3 days: a warning on connector.tls.cert', async () => {
+    const file = await written(await rawTestConfig(await connectorWithClient(endsSoon)));
+    const config = await loadConfig(file, {});
+    expect(config.warnings).toContain(soonLine(file, 'connector.tls.cert', endsSoon));
+    expect(config.connector.tls?.certificateExpiresAt).toBe(endsSoon.end / 1000);
+  });
+
+  it('expired: production refuses', async () => {
+    const file = await written(await rawTestConfig({ ...(await productionSafeOverrides()), ...(await connectorWithClient(ended)) }));
+    expect(await refused(file)).toEqual([`${endedLine(file, 'connector.tls.cert', ended)} (production refuses an expired certificate)`]);
+  });
+});
+
+describe('the boundaries, with the clock injected', () => {
+  let file: string;
+  const warningsAt = async (now: number): Promise<readonly string[]> =>
+    (await loadConfig(file, {}, { clock: new ManualClock(now) })).warnings.filter((line) => line.includes('tls.cert'));
+  beforeAll(async () => {
+    file = await written(await rawTestConfig({ ...(await productionSafeOverrides()), tls: tlsOf(endsSoon) }));
+  });
+
+  it('a second more than 14 days before the end: nothing; exactly 14 days before: the warning', async () => {
+    expect(await warningsAt(endsSoon.end - 14 * DAY - 1000)).toEqual([]);
+    expect(await warningsAt(endsSoon.end - 14 * DAY)).toEqual([soonLine(file, 'tls.cert', endsSoon)]);
+  });
+
+  it('at the end itself the certificate is still valid (a warning); a second later production refuses it', async () => {
+    expect(await warningsAt(endsSoon.end)).toEqual([soonLine(file, 'tls.cert', endsSoon)]);
+    expect(await refused(file, { clock: new ManualClock(endsSoon.end + 1000) })).toEqual([
+      `${endedLine(file, 'tls.cert', endsSoon)} (production refuses an expired certificate)`,
+    ]);
+  });
+});
+
+describe('the expiry metric: one series per certificate (listener label)', () => {
+  async function expirySeries(config: GatewayConfig): Promise<{ api?: number; client?: number; samples: number }> {
+    const gateway = await createTestGateway({ config });
+    try {
+      const families = parsePrometheusText((await gateway.gateway.admin.inject({ method: 'GET', url: '/metrics' })).body);
+      return {
+        api: seriesValue(families, 'gateway_tls_certificate_expiry_timestamp_seconds', { listener: 'api' }),
+        client: seriesValue(families, 'gateway_tls_certificate_expiry_timestamp_seconds', { listener: 'connector_client' }),
+        samples: families.get('gateway_tls_certificate_expiry_timestamp_seconds')?.samples.length ?? 0,
+      };
+    } finally {
+      await gateway.close();
+    }
+  }
+
+  it('listener="api" and listener="connector_client", each the notAfter of its certificate', async () => {
+    const config = await loadConfig(await written(await rawTestConfig({ tls: tlsOf(ended), ...(await connectorWithClient(endsSoon)) })), {});
+    expect(await expirySeries(config)).toEqual({ api: ended.end / 1000, client: endsSoon.end / 1000, samples: 2 });
+  });
+
+  it('without a client certificate, the api series alone', async () => {
+    const config = await loadConfig(await written(await rawTestConfig({ tls: tlsOf(endsSoon) })), {});
+    expect(await expirySeries(config)).toEqual({ api: endsSoon.end / 1000, client: undefined, samples: 1 });
+  });
+});
