@@ -31,10 +31,10 @@ COPY --chown=root:root config ./config
 # Code and config are root-owned and read-only to the service user; it writes only the audit log.
 RUN mkdir -p /var/log/card-gateway && chown node:node /var/log/card-gateway
 USER node
-EXPOSE 8443 9090
+EXPOSE 8443 8442
 # The admin listener answers /healthz while the process serves. Set HEALTHCHECK_URL when the
-# config puts listeners.admin elsewhere than 127.0.0.1:9090.
-ENV HEALTHCHECK_URL=http://127.0.0.1:9090/healthz
+# config puts listeners.admin elsewhere than 127.0.0.1:8442.
+ENV HEALTHCHECK_URL=http://127.0.0.1:8442/healthz
 HEALTHCHECK --interval=15s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch(process.env.HEALTHCHECK_URL).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 STOPSIGNAL SIGTERM

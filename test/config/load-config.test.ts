@@ -179,7 +179,7 @@ describe('shipped config files', () => {
     expect(config.listeners).toEqual({
       https: { host: '127.0.0.1', port: 8443 },
       plainHttp: { host: '127.0.0.1', port: 8080 },
-      admin: { host: '127.0.0.1', port: 9090 },
+      admin: { host: '127.0.0.1', port: 8442 },
     });
     expect(config.allowlist.contains('127.0.0.1')).toBe(true);
     expect(config.allowlist.contains('::1')).toBe(true);

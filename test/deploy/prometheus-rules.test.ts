@@ -130,7 +130,7 @@ describe('scrape configs', () => {
       const fields = { ...obj(job, `scrape_configs[${index}]`) };
       expect(fields['kubernetes_sd_configs'], `scrape_configs[${index}]`).toBeDefined();
       delete fields['kubernetes_sd_configs'];
-      return { ...fields, static_configs: [{ targets: ['pod.invalid:9090'] }] };
+      return { ...fields, static_configs: [{ targets: ['pod.invalid:8442'] }] };
     });
     cpSync(join(PROMETHEUS_DIR, 'rules'), join(scratch, 'rules'), { recursive: true });
     writeFileSync(join(scratch, 'prometheus-kubernetes.yml'), stringify({ ...config, scrape_configs: jobs }));
