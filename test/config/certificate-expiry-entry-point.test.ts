@@ -1,9 +1,8 @@
-import { X509Certificate } from 'node:crypto';
 import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import selfsigned from 'selfsigned';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { productionSafeOverrides, rawTestConfig, writeTestConfig, type RawConfig, type WrittenConfig } from '../support/gateway-fixture.js';
+import { certificateUntil, type ExpiringCertificate } from './expiring-certificate.js';
 import { builtEntryPoints, killAll, parseLogLine, runToExit, signalAndWait, spawnEntry, type BuiltEntryPoints, type LogLine } from '../support/process.js';
 
 /**
@@ -29,43 +28,24 @@ afterAll(() => {
   for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
 });
 
-interface Pem {
-  cert: string;
-  key: string;
-  endText: string;
-}
-
-async function certificateUntil(notAfter: number): Promise<Pem> {
-  const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    notBeforeDate: new Date(notAfter - 30 * DAY),
-    notAfterDate: new Date(notAfter),
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }],
-  });
-  const end = Date.parse(new X509Certificate(pems.cert).validTo);
-  return { cert: pems.cert, key: pems.private, endText: new Date(end).toISOString().replace('.000Z', 'Z') };
-}
-
 /** A config whose TLS files live in its own folder (tls.crt, tls.key), written from `pem`. */
-async function configWith(pem: Pem, overrides: RawConfig = {}): Promise<WrittenConfig> {
+async function configWith(pem: ExpiringCertificate, overrides: RawConfig = {}): Promise<WrittenConfig> {
   const written = await writeTestConfig(await rawTestConfig({ tls: { cert: { file: 'tls.crt' }, key: { file: 'tls.key' } }, ...overrides }));
   scratch.push(written.dir);
   writeTlsFiles(written.dir, pem);
   return written;
 }
 
-function writeTlsFiles(dir: string, pem: Pem): void {
+function writeTlsFiles(dir: string, pem: ExpiringCertificate): void {
   writeFileSync(join(dir, 'tls.crt.next'), pem.cert);
   writeFileSync(join(dir, 'tls.key.next'), pem.key, { mode: 0o600 });
   copyFileSync(join(dir, 'tls.crt.next'), join(dir, 'tls.crt'));
   copyFileSync(join(dir, 'tls.key.next'), join(dir, 'tls.key'));
 }
 
-const soon = (written: WrittenConfig, pem: Pem) =>
+const soon = (written: WrittenConfig, pem: ExpiringCertificate) =>
   `${written.file}: tls.cert: certificate ${join(written.dir, 'tls.crt')} expires on ${pem.endText}, within 14 days; renew it (${RUNBOOK})`;
-const expired = (written: WrittenConfig, pem: Pem) =>
+const expired = (written: WrittenConfig, pem: ExpiringCertificate) =>
   `${written.file}: tls.cert: certificate ${join(written.dir, 'tls.crt')} expired on ${pem.endText}; renew it (${RUNBOOK})`;
 
 describe('--check-config', () => {

@@ -1,13 +1,12 @@
-import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import selfsigned from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { ConfigError } from '../../src/config/config-error.js';
 import { loadConfig, type GatewayConfig, type LoadOptions } from '../../src/config/load-config.js';
 import { parsePrometheusText, seriesValue } from '../operations/prometheus-text.js';
+import { certificateUntil, type ExpiringCertificate } from './expiring-certificate.js';
 import { createTestGateway, productionSafeOverrides, rawTestConfig, writeTestConfig, type RawConfig } from '../support/gateway-fixture.js';
 
 /**
@@ -25,32 +24,22 @@ afterAll(() => {
   for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
 });
 
-interface TestCertificate {
+interface TestCertificate extends ExpiringCertificate {
+  /** The certificate's and the key's files (mode 0600), in place of the PEM texts. */
   cert: string;
   key: string;
-  /** notAfter as the certificate carries it, Unix milliseconds. */
-  end: number;
-  /** `2026-11-25T12:00:00Z` */
-  endText: string;
 }
 
-/** A self-signed certificate for localhost valid until `notAfter`, its files written with mode 0600. */
-async function certificateUntil(notAfter: number): Promise<TestCertificate> {
-  const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    notBeforeDate: new Date(notAfter - 30 * DAY),
-    notAfterDate: new Date(notAfter),
-  });
+/** A certificate valid until `notAfter`, its files written with mode 0600. */
+async function certificateFilesUntil(notAfter: number): Promise<TestCertificate> {
+  const pem = await certificateUntil(notAfter);
   const dir = mkdtempSync(join(tmpdir(), 'cert-expiry-'));
   scratch.push(dir);
   const cert = join(dir, 'tls.crt');
   const key = join(dir, 'tls.key');
-  writeFileSync(cert, pems.cert, { mode: 0o600 });
-  writeFileSync(key, pems.private, { mode: 0o600 });
-  const end = Date.parse(new X509Certificate(pems.cert).validTo);
-  return { cert, key, end, endText: new Date(end).toISOString().replace('.000Z', 'Z') };
+  writeFileSync(cert, pem.cert, { mode: 0o600 });
+  writeFileSync(key, pem.key, { mode: 0o600 });
+  return { ...pem, cert, key };
 }
 
 async function written(raw: RawConfig): Promise<string> {
@@ -78,7 +67,7 @@ async function connectorWithClient(certificate: TestCertificate): Promise<RawCon
 let endsSoon: TestCertificate;
 let ended: TestCertificate;
 beforeAll(async () => {
-  [endsSoon, ended] = await Promise.all([certificateUntil(Date.now() + 3 * DAY), certificateUntil(Date.now() - DAY)]);
+  [endsSoon, ended] = await Promise.all([certificateFilesUntil(Date.now() + 3 * DAY), certificateFilesUntil(Date.now() - DAY)]);
 });
 
 const soonLine = (file: string, field: string, certificate: TestCertificate) =>
