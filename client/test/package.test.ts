@@ -5,9 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testKeys } from '../../test/support/gateway-fixture.js';
 import { CLIENT_ROOT, withClientDist } from './support/client-dist.js';
-import { PASSWORD, startRealGateway, type RealGateway } from './support/real-gateway.js';
+import { programEnvironment, startRealGateway, type RealGateway } from './support/real-gateway.js';
 
 /**
  * The client as an integrator gets it: `npm pack` (its prepack builds), the tarball installed
@@ -30,21 +29,22 @@ interface Packed {
 /** `npm pack --json` of `folder` into `destination`; what npm says it packed. */
 async function pack(folder: string, destination: string, ...flags: string[]): Promise<Packed> {
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', destination, ...flags, folder], { cwd: destination, timeout: 200_000 });
-  // Lifecycle output (prepack's build) goes to stdout before the JSON.
+  // Whatever the prepack build prints comes to stdout before npm's JSON.
   const packed = JSON.parse(stdout.slice(stdout.indexOf('\n[') + 1)) as Packed[];
   return packed[0]!;
 }
 
-const ESM_PROGRAM = `import { readFileSync } from 'node:fs';
-import { CardGatewayClient, CardGatewayError } from '@card-gateway/client';
-
-const client = new CardGatewayClient({ baseUrl: process.env.GATEWAY_URL, ca: readFileSync(process.env.GATEWAY_CA_FILE) });
+/**
+ * One program, written once, run as an ES module and as CommonJS: logs in, creates a card, has
+ * an invalid one refused, logs out, and prints which file of the package it loaded.
+ */
+const PROGRAM = `const client = new CardGatewayClient({ baseUrl: process.env.GATEWAY_URL, ca: readFileSync(process.env.GATEWAY_CA_FILE) });
 try {
   await client.login(process.env.GATEWAY_USERNAME, process.env.GATEWAY_PASSWORD);
   const created = await client.createCard({ cardLimit: 10_000, currency: 'EUR' });
   const refused = await client.createCard({ cardLimit: -1, currency: 'EUR' }).catch((error) => error);
   console.log(JSON.stringify({
-    module: import.meta.resolve('@card-gateway/client'),
+    module: loaded,
     cardId: created.card.cardId,
     pan: created.card.pan,
     refused: refused instanceof CardGatewayError ? refused.code : String(refused),
@@ -55,27 +55,16 @@ try {
 }
 `;
 
+const ESM_PROGRAM = `import { readFileSync } from 'node:fs';
+import { CardGatewayClient, CardGatewayError } from '@card-gateway/client';
+const loaded = import.meta.resolve('@card-gateway/client');
+${PROGRAM}`;
+
 const CJS_PROGRAM = `const { readFileSync } = require('node:fs');
 const { CardGatewayClient, CardGatewayError } = require('@card-gateway/client');
-
-async function main() {
-  const client = new CardGatewayClient({ baseUrl: process.env.GATEWAY_URL, ca: readFileSync(process.env.GATEWAY_CA_FILE) });
-  try {
-    await client.login(process.env.GATEWAY_USERNAME, process.env.GATEWAY_PASSWORD);
-    const created = await client.createCard({ cardLimit: 10_000, currency: 'EUR' });
-    const refused = await client.createCard({ cardLimit: -1, currency: 'EUR' }).catch((error) => error);
-    console.log(JSON.stringify({
-      module: require.resolve('@card-gateway/client'),
-      cardId: created.card.cardId,
-      pan: created.card.pan,
-      refused: refused instanceof CardGatewayError ? refused.code : String(refused),
-    }));
-    await client.logout();
-  } finally {
-    await client.close();
-  }
-}
-main().catch((error) => {
+const loaded = require.resolve('@card-gateway/client');
+(async () => {
+${PROGRAM}})().catch((error) => {
   console.error(error);
   process.exitCode = 1;
 });
@@ -166,13 +155,7 @@ describe('the client package, packed and installed into an empty project', () =>
     g = await startRealGateway();
     writeFileSync(join(app, 'program.mjs'), ESM_PROGRAM);
     writeFileSync(join(app, 'program.cjs'), CJS_PROGRAM);
-    const env = {
-      ...process.env,
-      GATEWAY_URL: g.running.httpsUrl,
-      GATEWAY_CA_FILE: (await testKeys()).tlsCert,
-      GATEWAY_USERNAME: 'full',
-      GATEWAY_PASSWORD: PASSWORD,
-    };
+    const env = await programEnvironment(g);
     const installed = join(app, 'node_modules', '@card-gateway', 'client', 'dist');
     for (const [program, build] of [
       ['program.mjs', 'esm'],

@@ -3,9 +3,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { testKeys } from '../../test/support/gateway-fixture.js';
 import { withClientDist } from './support/client-dist.js';
-import { PASSWORD, startRealGateway, type RealGateway } from './support/real-gateway.js';
+import { programEnvironment, startRealGateway, type RealGateway } from './support/real-gateway.js';
 
 /**
  * The README's complete program is the file examples/create-card.ts (checked here, so the two
@@ -36,13 +35,7 @@ describe("the client README's program", () => {
     expect(readme).toContain('npm run build --workspace @card-gateway/client && node client/dist/examples/create-card.js');
 
     g = await startRealGateway();
-    const env = {
-      ...process.env,
-      GATEWAY_URL: g.running.httpsUrl,
-      GATEWAY_CA_FILE: (await testKeys()).tlsCert,
-      GATEWAY_USERNAME: 'full',
-      GATEWAY_PASSWORD: PASSWORD,
-    };
+    const env = await programEnvironment(g);
     const program = `${clientRoot}dist/examples/create-card.js`;
     const [{ stdout, stderr }, failed] = await withClientDist(async () => {
       // The README's build command: the package (the example imports it by its name) and the example.
