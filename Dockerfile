@@ -8,7 +8,8 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# --ignore-scripts: the package's `prepare` builds at install, before the sources are copied here.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 RUN npm run build
@@ -16,7 +17,7 @@ RUN npm run build
 FROM ${NODE_IMAGE} AS production-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE}
 # The commit built, for `--version` and gateway_build_info (the image has no .git):
@@ -28,6 +29,9 @@ COPY --from=production-deps --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist/src ./dist/src
 COPY --chown=root:root package.json ./
 COPY --chown=root:root config ./config
+# The package's `bin` commands on the PATH, as `npm install --global` would link them:
+#   docker run --rm -i --entrypoint card-gateway-hash-password card-gateway
+RUN node -e 'const fs = require("node:fs"); for (const [name, file] of Object.entries(require("./package.json").bin)) { fs.chmodSync(file, 0o755); fs.symlinkSync(`/app/${file}`, `/usr/local/bin/${name}`); }'
 # Code and config are root-owned and read-only to the service user; it writes only the audit log.
 RUN mkdir -p /var/log/card-gateway && chown node:node /var/log/card-gateway
 USER node

@@ -1,4 +1,6 @@
-export { CardGatewayClient, type CallOptions, type CardGatewayClientOptions, type CreateCardOptions, type Operation, type RetryEvent } from './client.js';
+export { CardGatewayClient } from './client.js';
+export type { CallOptions, CardGatewayClientOptions, CreateCardOptions } from './options.js';
+export type { Operation, RetryEvent } from './scope.js';
 export {
   AbortedError,
   ApiError,

@@ -1,4 +1,10 @@
-/** Backoff, Retry-After and cancellable waiting: the timing half of the retry policy. */
+/**
+ * The retry policy: which failures are tried again (those a CardGatewayError marks `retryable`:
+ * no answer, RETRYABLE_STATUSES, a wrong-shaped success where the operation allows it), how
+ * long to wait (Retry-After, else backoff), and when to stop (attempts, deadline, signal).
+ */
+import { AbortedError, CardGatewayError } from './errors.js';
+import type { CallScope, RetryEvent } from './scope.js';
 
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
@@ -81,4 +87,45 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undef
       },
     );
   });
+}
+
+/** What the retry loop needs of the client's settings. */
+export interface RetryPolicy {
+  readonly maxAttempts: number;
+  readonly backoff: BackoffOptions;
+  readonly now: () => number;
+  readonly sleep: Sleep;
+  readonly random: () => number;
+  readonly onRetry: (event: RetryEvent) => void;
+}
+
+/**
+ * Runs `run` until it succeeds, fails for good, runs out of attempts, or the next wait would
+ * end past the deadline (then the last error is thrown at once rather than after a useless wait).
+ */
+export async function withRetries<T>(policy: RetryPolicy, scope: CallScope, run: (attempt: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    if (scope.signal?.aborted) throw new AbortedError({ requestId: scope.requestId, attempts: attempt - 1, cause: scope.signal.reason });
+    let error: CardGatewayError;
+    try {
+      return await run(attempt);
+    } catch (caught) {
+      if (!(caught instanceof CardGatewayError)) throw caught;
+      error = caught.withContext({ attempts: attempt, requestId: scope.requestId });
+    }
+    if (!error.retryable || attempt >= policy.maxAttempts) throw error;
+    const delayMs = backoffDelayMs(attempt, error.retryAfter, policy.backoff, policy.random);
+    if (policy.now() + delayMs >= scope.deadlineAt) throw error;
+    try {
+      policy.onRetry({ operation: scope.operation, attempt, error, delayMs, requestId: scope.requestId });
+    } catch {
+      // An observer must not change what the client does.
+    }
+    try {
+      await policy.sleep(delayMs, scope.signal);
+    } catch (sleepError) {
+      if (scope.signal?.aborted) throw new AbortedError({ requestId: scope.requestId, attempts: attempt, cause: error });
+      throw sleepError;
+    }
+  }
 }

@@ -44,18 +44,24 @@ export const CARD_STATUSES = ['active', 'canceled', 'inactive'] as const;
 
 export type CardStatus = (typeof CARD_STATUSES)[number];
 
-/** The card record. `pan` and `cvc` are masked unless revealed. */
+/** The card record. */
 export interface Card {
   cardId: string;
+  status: CardStatus;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+  /** ISO 4217. */
+  currency: string;
+  /** The limit asked for, in minor units. */
+  requestedCardLimit: number;
+  /** The effective limit, in minor units: the requested one plus its tolerance. */
+  cardLimit: number;
+  /** Unless revealed, every digit but the last four is `*` (`************4242`). */
   pan: string;
+  /** Unless revealed, every digit is `*`. */
   cvc: string;
   expMonth: number;
   expYear: number;
-  status: CardStatus;
-  requestedCardLimit: number;
-  cardLimit: number;
-  currency: string;
-  createdAt: string;
 }
 
 export interface CreatedCard {

@@ -3,12 +3,12 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { testKeys } from '../../test/support/gateway-fixture.js';
-import { PASSWORD, startRealGateway, type RealGateway } from './support/real-gateway.js';
+import { withClientDist } from './support/client-dist.js';
+import { programEnvironment, startRealGateway, type RealGateway } from './support/real-gateway.js';
 
 /**
  * The README's complete program is the file examples/create-card.ts (checked here, so the two
- * cannot drift apart), type-checked by `npm run typecheck`, built the way the README says, and
+ * cannot drift apart), type-checked by `npm run typecheck`, built with the README's command, and
  * run as its own process against a real gateway over TLS, as it runs against `npm start`.
  */
 
@@ -31,19 +31,22 @@ describe("the client README's program", () => {
   });
 
   it('builds and runs against a real gateway: one card created, revealed by replay, then logged out', async () => {
-    // The README's build command (npm run build --workspace @card-gateway/client) is this tsc run.
-    await run(process.execPath, [`${repositoryRoot}node_modules/typescript/bin/tsc`, '-p', `${clientRoot}tsconfig.json`], { cwd: repositoryRoot });
+    const readme = readFileSync(`${clientRoot}README.md`, 'utf8');
+    expect(readme).toContain('npm run build --workspace @card-gateway/client && node client/dist/examples/create-card.js');
 
     g = await startRealGateway();
-    const env = {
-      ...process.env,
-      GATEWAY_URL: g.running.httpsUrl,
-      GATEWAY_CA_FILE: (await testKeys()).tlsCert,
-      GATEWAY_USERNAME: 'full',
-      GATEWAY_PASSWORD: PASSWORD,
-    };
+    const env = await programEnvironment(g);
     const program = `${clientRoot}dist/examples/create-card.js`;
-    const { stdout, stderr } = await run(process.execPath, [program], { cwd: repositoryRoot, env, timeout: 30_000 });
+    const [{ stdout, stderr }, failed] = await withClientDist(async () => {
+      // The README's build command: the package (the example imports it by its name) and the example.
+      await run('npm', ['run', 'build', '--silent', '--workspace', '@card-gateway/client'], { cwd: repositoryRoot });
+      const succeeded = await run(process.execPath, [program], { cwd: repositoryRoot, env, timeout: 30_000 });
+      const refused = await run(process.execPath, [program], { cwd: repositoryRoot, env: { ...env, GATEWAY_PASSWORD: 'wrong' }, timeout: 30_000 }).then(
+        () => undefined,
+        (error: unknown) => error as { code: number; stderr: string },
+      );
+      return [succeeded, refused] as const;
+    });
 
     expect(stderr).toBe('');
     const lines = stdout.trim().split('\n');
@@ -58,11 +61,7 @@ describe("the client README's program", () => {
     expect(g.auditEvents('logout').filter((event) => event.outcome === 'success')).toHaveLength(1);
 
     // A failure is reported with its code and correlation id, and the exit code is 1.
-    const failed = await run(process.execPath, [program], { cwd: repositoryRoot, env: { ...env, GATEWAY_PASSWORD: 'wrong' }, timeout: 30_000 }).then(
-      () => undefined,
-      (error: unknown) => error as { code: number; stderr: string },
-    );
     expect(failed?.code).toBe(1);
     expect(failed?.stderr).toMatch(/^failed: authentication_failed \(status 401, retryable false, correlationId [0-9a-f-]{36}\): Authentication failed\n$/);
-  }, 120_000);
+  }, 300_000);
 });

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { createInterface } from 'node:readline';
 import { hashPassword } from '../foundation/password-hash.js';
 

@@ -80,7 +80,16 @@ describe('compose file', () => {
       expect(existsSync(join(REPO, str(build['dockerfile'], 'dockerfile'))), name).toBe(true);
       expect(service(name)['image'], name).toBe('card-gateway:sandbox');
     }
-    expect(service('connector')['entrypoint']).toEqual(['node', 'dist/src/connector/sandbox/main.js']);
+    // The package's `bin` command, which the Dockerfile links onto the image's PATH.
+    expect(service('connector')['entrypoint']).toEqual(['card-gateway-connector']);
+    const bin = (JSON.parse(readFileSync(repoPath('package.json'), 'utf8')) as { bin: Record<string, string> }).bin;
+    expect(bin['card-gateway-connector']).toBe('dist/src/connector/sandbox/main.js');
+    // A command on the PATH runs by its first line: every bin's source starts with node's.
+    for (const [name, file] of Object.entries(bin)) {
+      const source = repoPath(...file.replace(/^dist\//, '').replace(/\.js$/, '.ts').split('/'));
+      expect(readFileSync(source, 'utf8').split('\n')[0], name).toBe('#!/usr/bin/env node');
+    }
+    expect(readFileSync(repoPath('Dockerfile'), 'utf8')).toMatch(/^RUN node -e .*require\("\.\/package\.json"\)\.bin.*symlinkSync\(`\/app\/\$\{file\}`, `\/usr\/local\/bin\/\$\{name\}`\)/m);
     expect(existsSync(repoPath('src', 'connector', 'sandbox', 'main.ts'))).toBe(true);
   });
 
@@ -224,7 +233,7 @@ describe('make-secrets.sh', () => {
   }
 
   beforeAll(async () => {
-    // The first run hashes the password with `npm run hash-password`, which compiles src/.
+    // The first run hashes the password with `npm run hash-password`, which compiles what changed in src/.
     firstRun = await run();
     secondRun = await run();
   }, 180_000);

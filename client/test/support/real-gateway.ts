@@ -1,6 +1,6 @@
 import { listenGateway, type RunningGateway } from '../../../src/server.js';
 import { connectorStats, setConnectorMode, startCardFixture, type CardFixture, type CardFixtureOptions } from '../../../test/support/card-fixture.js';
-import { testCertificatePem, type TestGateway } from '../../../test/support/gateway-fixture.js';
+import { PASSWORD, testCertificatePem, testKeys, type TestGateway } from '../../../test/support/gateway-fixture.js';
 import { CardGatewayClient, type CardGatewayClientOptions, type CreateCardInput, type RetryEvent } from '../../src/index.js';
 
 /**
@@ -94,7 +94,15 @@ export async function startRealGateway(options: CardFixtureOptions = {}): Promis
 }
 
 /** The test fixture's credentials (test/support/gateway-fixture.ts DEFAULT_CREDENTIALS). */
-export { PASSWORD } from '../../../test/support/gateway-fixture.js';
+export { PASSWORD };
+
+/**
+ * The environment a program run as its own process reads (the README's example and the package
+ * check): this gateway's address and certificate file, and the `full` credential.
+ */
+export async function programEnvironment(g: RealGateway): Promise<NodeJS.ProcessEnv> {
+  return { ...process.env, GATEWAY_URL: g.running.httpsUrl, GATEWAY_CA_FILE: (await testKeys()).tlsCert, GATEWAY_USERNAME: 'full', GATEWAY_PASSWORD: PASSWORD };
+}
 
 /** A valid card for the `acct-eu` credentials, without a requestId (the client makes one). */
 export function cardInput(): CreateCardInput {
