@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { SessionService } from '../../auth/session-service.js';
-import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../schemas.js';
+import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 import { REFRESH_BODY_EXAMPLE, RefreshTokenBody } from './refresh-route.js';
 
 const LoggedOut = Type.Object({ message: Type.String() }, { title: 'LoggedOut' });

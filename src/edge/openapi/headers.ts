@@ -1,0 +1,66 @@
+/** The response headers the OpenAPI description documents, each described once. */
+
+export type HeaderName =
+  | 'X-Correlation-Id'
+  | 'Cache-Control'
+  | 'RateLimit-Limit'
+  | 'RateLimit-Remaining'
+  | 'RateLimit-Reset'
+  | 'Retry-After'
+  | 'Idempotent-Replayed'
+  | 'Idempotency-Payload-Mismatch'
+  | 'WWW-Authenticate'
+  | 'Allow'
+  | 'Connection';
+
+export interface HeaderObject {
+  description: string;
+  required: boolean;
+  schema: Record<string, unknown>;
+}
+
+export const HEADERS: Record<HeaderName, { description: string; schema: Record<string, unknown> }> = {
+  'X-Correlation-Id': {
+    description:
+      "The request's id (a UUID of the gateway's, never the client's): on every answer, and the error envelope's correlationId. Log it and quote it to support.",
+    schema: { type: 'string', format: 'uuid' },
+  },
+  'Cache-Control': {
+    description: '`no-store` on answers that hold tokens or card data; `public, max-age=300` on the public keys.',
+    schema: { type: 'string' },
+  },
+  'RateLimit-Limit': { description: 'Requests allowed in the current window of the limit closest to refusing.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Remaining': { description: 'Requests left in that window.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Reset': { description: 'Seconds until that window ends.', schema: { type: 'integer', minimum: 0 } },
+  'Retry-After': {
+    description: "Whole seconds to wait before retrying (at least 1); the envelope's retryAfter holds the same number.",
+    schema: { type: 'integer', minimum: 1 },
+  },
+  'Idempotent-Replayed': {
+    description: '`true` when the requestId was already used: the original card is answered and nothing is created.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  'Idempotency-Payload-Mismatch': {
+    description:
+      '`true` when this requestId was first used with a different payload: the card answered is the original one, unchanged. Treat it as a bug in the client.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  'WWW-Authenticate': {
+    description:
+      "The RFC 6750 Bearer challenge of every 401. The `error` attribute is set only for problems with the bearer access token itself; branch on the envelope's code, which is more precise.",
+    schema: { type: 'string', enum: ['Bearer', 'Bearer error="invalid_request"', 'Bearer error="invalid_token"'] },
+  },
+  Allow: { description: 'The methods the path accepts.', schema: { type: 'string' } },
+  Connection: {
+    description:
+      '`close` when the gateway closes the connection after this answer (broken HTTP, refusals for the allowlist, plain HTTP, an over-long URL or an oversized body, shutting down): open a new connection for the next request.',
+    schema: { type: 'string' },
+  },
+};
+
+/** The header's OpenAPI object, with its own description or a more specific one. */
+export const header = (name: HeaderName, required: boolean, description?: string): HeaderObject => ({
+  description: description ?? HEADERS[name].description,
+  required,
+  schema: { ...HEADERS[name].schema },
+});
