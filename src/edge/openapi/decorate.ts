@@ -2,7 +2,7 @@ import type { ErrorCode } from '../../foundation/error-catalogue.js';
 import { codesByStatus, RESPONSE_DOCS_KEY, type ResponseDocs } from './documented-responses.js';
 import { errorExamples } from './error-examples.js';
 import { ENVELOPE_REF, errorResponse, type MediaObject, type ResponseObject } from './error-responses.js';
-import { header, type HeaderName, type HeaderObject } from './headers.js';
+import { header, RATE_LIMIT_HEADERS, type HeaderName, type HeaderObject } from './headers.js';
 
 interface OperationObject {
   operationId?: string;
@@ -54,6 +54,7 @@ export function decorateOpenApi(document: Document): Document {
       if (!success) throw new Error(`OpenAPI: ${method.toUpperCase()} ${path} declares ${docs.success.status} without a schema`);
       const successHeaders: Record<string, HeaderObject> = { 'X-Correlation-Id': header('X-Correlation-Id', true) };
       for (const [name, required] of Object.entries(docs.success.headers) as [HeaderName, boolean][]) successHeaders[name] = header(name, required);
+      if (docs.rateLimited) for (const name of RATE_LIMIT_HEADERS) successHeaders[name] = header(name, true);
       const successMedia = success.content?.['application/json'] ?? {};
       responses[String(docs.success.status)] = {
         description: docs.success.description,

@@ -21,7 +21,7 @@ export interface ResponseDocs {
   };
   /** Every code the operation can answer; the error statuses follow from the catalogue. */
   errors: readonly ErrorCode[];
-  /** The operation has rate limits: RateLimit-* headers on its answers. */
+  /** The operation has rate limits: the rate-limit headers on its success and on the errors that come after the limiter. */
   rateLimited?: boolean;
   /** Examples closer to the operation than the catalogue's (a validation problem of its own body). */
   errorExamples?: Partial<Record<ErrorCode, GatewayError>>;

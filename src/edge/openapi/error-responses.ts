@@ -1,7 +1,7 @@
 import { bearerChallenge, carriesRetryAfter, ERROR_CATALOGUE, type ErrorCode, type ErrorStatus } from '../../foundation/error-catalogue.js';
 import type { GatewayError } from '../../foundation/errors.js';
 import { errorExamples } from './error-examples.js';
-import { header, HEADERS, type HeaderObject } from './headers.js';
+import { header, HEADERS, RATE_LIMIT_HEADERS, type HeaderObject } from './headers.js';
 
 /** One error response of an operation: the status's codes, described, with their headers and an example each. */
 
@@ -76,8 +76,7 @@ function errorHeaders(status: ErrorStatus, codes: readonly ErrorCode[], rateLimi
     // headers of the limit the request passed (other refusals come before the limiter).
     const required = status === 429;
     const when = required ? '' : ' Present when the request got as far as the rate limiter.';
-    for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] as const)
-      headers[name] = header(name, required, `${HEADERS[name].description}${when}`);
+    for (const name of RATE_LIMIT_HEADERS) headers[name] = header(name, required, `${HEADERS[name].description}${when}`);
   }
   if (codes.some((code) => CLOSING_CODES.has(code))) {
     const closing = codes.filter((code) => CLOSING_CODES.has(code)).map((code) => `\`${code}\``);

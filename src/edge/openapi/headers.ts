@@ -3,6 +3,8 @@
 export type HeaderName =
   | 'X-Correlation-Id'
   | 'Cache-Control'
+  | 'RateLimit-Policy'
+  | 'RateLimit'
   | 'RateLimit-Limit'
   | 'RateLimit-Remaining'
   | 'RateLimit-Reset'
@@ -12,6 +14,19 @@ export type HeaderName =
   | 'WWW-Authenticate'
   | 'Allow'
   | 'Connection';
+
+/** One item of each structured-field list (RFC 8941): a quoted policy name and its integer parameters. */
+const POLICY_ITEM = '"[a-z_]+";q=[0-9]+;w=[0-9]+';
+const LIMIT_ITEM = '"[a-z_]+";r=[0-9]+;t=[0-9]+';
+
+/** The headers of a rate-limited operation's answers (D11, D49): the draft's two, then the legacy three. */
+export const RATE_LIMIT_HEADERS = [
+  'RateLimit-Policy',
+  'RateLimit',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+] as const satisfies readonly HeaderName[];
 
 export interface HeaderObject {
   description: string;
@@ -29,8 +44,22 @@ export const HEADERS: Record<HeaderName, { description: string; schema: Record<s
     description: '`no-store` on answers that hold tokens or card data; `public, max-age=300` on the public keys.',
     schema: { type: 'string' },
   },
-  'RateLimit-Limit': { description: 'Requests allowed in the current window of the limit closest to refusing.', schema: { type: 'integer', minimum: 0 } },
-  'RateLimit-Remaining': { description: 'Requests left in that window.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Policy': {
+    description:
+      'The limits this request was counted against, as draft-ietf-httpapi-ratelimit-headers (revision 11) defines the field: a structured-field list with one item per limit, `"<name>";q=<requests allowed per window>;w=<window in seconds>`, for example `"login_address";q=30;w=60, "login";q=5;w=60`. The names: `login` (per submitted username), `login_address` (per client address), `refresh` (per credential).',
+    schema: { type: 'string', pattern: `^${POLICY_ITEM}(, ${POLICY_ITEM})*$` },
+  },
+  RateLimit: {
+    description:
+      'Where each of those limits stands after this request, as the same draft defines the field: `"<name>";r=<requests left in the window>;t=<seconds until the window ends>`, for example `"login";r=3;t=42`. `r=0`: the next request in this window is refused.',
+    schema: { type: 'string', pattern: `^${LIMIT_ITEM}(, ${LIMIT_ITEM})*$` },
+  },
+  'RateLimit-Limit': {
+    description:
+      'Requests allowed in the current window of the limit that refused, or else of the limit closest to refusing (the older form of RateLimit-Policy).',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'RateLimit-Remaining': { description: 'Requests left in that window (the older form of RateLimit).', schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Reset': { description: 'Seconds until that window ends.', schema: { type: 'integer', minimum: 0 } },
   'Retry-After': {
     description: "Whole seconds to wait before retrying (at least 1); the envelope's retryAfter holds the same number.",

@@ -41,7 +41,7 @@ export function registerLoginRoute(app: FastifyInstance, sessions: SessionServic
           success: {
             status: 200,
             description: 'Logged in: the tokens of a new session.',
-            headers: { 'Cache-Control': true, 'RateLimit-Limit': true, 'RateLimit-Remaining': true, 'RateLimit-Reset': true },
+            headers: { 'Cache-Control': true },
             examples: {
               session: {
                 summary: 'A new session',

@@ -44,7 +44,7 @@ export function registerRefreshRoute(scope: FastifyInstance, sessions: SessionSe
           success: {
             status: 200,
             description: 'A new access token and the rotated refresh token.',
-            headers: { 'Cache-Control': true, 'RateLimit-Limit': true, 'RateLimit-Remaining': true, 'RateLimit-Reset': true },
+            headers: { 'Cache-Control': true },
             examples: {
               refreshed: {
                 summary: 'Rotated',
