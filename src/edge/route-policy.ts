@@ -32,7 +32,7 @@ export function permissionHook(deps: { outcomes: Outcomes }) {
     for (const permission of typeof declared === 'function' ? declared(request) : [declared]) {
       if (!credential.permissions.has(permission)) {
         deps.outcomes.record(
-          { name: 'access.denied', credential: credential.id, reason: 'permission' },
+          { name: 'access.denied', credential: credential.id, reason: 'permission_denied' },
           { correlationId: request.id, clientAddress: request.clientAddress },
         );
         return done(
