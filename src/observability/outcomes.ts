@@ -11,10 +11,10 @@ export interface RequestContext {
 export type LoginFailure = 'unknown_username' | 'wrong_password' | 'inactive' | 'address';
 export type RefreshFailure = 'unknown' | 'mismatch' | 'revoked' | 'ended' | 'expired';
 /**
- * Refusals of an authenticated credential: audited one line each (D21). A refusal that is the
- * whole of one error code is named by the code (`token_revoked`: D41); the others name a cause
- * that shares its code with siblings: `unknown_credential` (answered `token_invalid`), `address`
- * (outside the credential's ranges) and `reveal_not_creator` (both `permission_denied`).
+ * Refusals of an authenticated credential: audited one line each (D21). Each is named by the
+ * error code it answers (`token_revoked`: D41), except the causes told apart from a code's main
+ * one: `unknown_credential` (answered `token_invalid`), `address` (outside the credential's
+ * ranges) and `reveal_not_creator` (both answered `permission_denied`).
  */
 export type CredentialDenial =
   Extract<ErrorCode, 'credential_inactive' | 'permission_denied' | 'token_revoked'> | 'unknown_credential' | 'address' | 'reveal_not_creator';
