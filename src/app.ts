@@ -26,7 +26,8 @@ import { registerJwksRoute } from './edge/routes/jwks-route.js';
 import { registerLoginRoute } from './edge/routes/login-route.js';
 import { registerLogoutRoute } from './edge/routes/logout-route.js';
 import { registerRefreshRoute } from './edge/routes/refresh-route.js';
-import { ErrorEnvelopeSchema, openApiOptions } from './edge/schemas.js';
+import { ErrorEnvelopeSchema } from './edge/openapi/envelope-schema.js';
+import { openApiOptions } from './edge/openapi/options.js';
 import { installStrictJson } from './edge/strict-json-parser.js';
 import type { Clock } from './foundation/clock.js';
 import { createDummyHash } from './foundation/password-hash.js';
@@ -162,7 +163,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   }) as unknown as FastifyInstance;
   installStrictJson(app);
   app.addSchema(ErrorEnvelopeSchema);
-  // OpenAPI 3.1, decorated from the routes' declarations (schemas.ts); the admin listener serves it.
+  // OpenAPI 3.1, decorated from the routes' declarations (edge/openapi/); the admin listener serves it.
   await app.register(swagger, openApiOptions(buildInfo.version));
   installErrorHandler(app, clock, metrics);
   installNotFound(app, clock);

@@ -3,52 +3,10 @@
  * machine-readable `code` when the gateway answered, plus `retryable`, so callers branch on
  * data instead of message text (messages may be reworded; codes are stable).
  */
+import type { GatewayErrorCode } from './error-codes.js';
 
-/**
- * Every `code` the gateway's error envelope can carry, with its HTTP status. A copy of the
- * gateway's catalogue (kept equal to it by a test) so the client has no build dependency on the
- * server's sources.
- */
-export const GATEWAY_ERROR_CODES = {
-  malformed_request: 400,
-  malformed_json: 400,
-  empty_body: 400,
-  validation_failed: 400,
-  authentication_failed: 401,
-  token_missing: 401,
-  token_malformed: 401,
-  token_invalid: 401,
-  token_expired: 401,
-  token_revoked: 401,
-  token_in_url: 401,
-  credential_inactive: 401,
-  refresh_token_invalid: 401,
-  refresh_token_expired: 401,
-  refresh_token_revoked: 401,
-  https_required: 403,
-  address_not_allowed: 403,
-  permission_denied: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  request_timeout: 408,
-  idempotency_in_progress: 409,
-  body_too_large: 413,
-  url_too_long: 414,
-  unsupported_media_type: 415,
-  rate_limited: 429,
-  headers_too_large: 431,
-  internal_error: 500,
-  record_unreadable: 500,
-  connector_unavailable: 502,
-  connector_invalid_answer: 502,
-  shutting_down: 503,
-  store_unavailable: 503,
-  audit_unavailable: 503,
-  server_busy: 503,
-  connector_timeout: 504,
-} as const;
-
-export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_CODES;
+/** The gateway's codes with their statuses, generated from its error catalogue (error-codes.ts). */
+export { GATEWAY_ERROR_CODES, type GatewayErrorCode } from './error-codes.js';
 
 /** Codes the client itself reports when there is no gateway envelope to read. */
 export type ClientErrorCode =

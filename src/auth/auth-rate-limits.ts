@@ -2,28 +2,32 @@ import { createHash } from 'node:crypto';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import type { Clock } from '../foundation/clock.js';
 import type { GatewayConfig } from '../config/config-types.js';
-import { errors } from '../foundation/errors.js';
 import { StoreUnavailableError, type GatewayStore, type Limiter } from '../store/store-types.js';
 
 /** `login` counts per submitted username, `loginAddress` per client address, `refresh` per credential. */
 export type LimitedAction = 'login' | 'loginAddress' | 'refresh';
 
+/** Each limit's name: its policy in the RateLimit-Policy and RateLimit headers (D49), and its `limiter` metric label. */
+export const POLICY_NAMES = { login: 'login', loginAddress: 'login_address', refresh: 'refresh' } as const satisfies Record<LimitedAction, string>;
+export type PolicyName = (typeof POLICY_NAMES)[LimitedAction];
+
+/** Where one limit stands after counting a request. */
 export interface LimitState {
+  policy: PolicyName;
   limit: number;
+  /** Seconds of one window. */
+  window: number;
   remaining: number;
   /** Seconds until the window resets. */
   reset: number;
+  /** This request was over the limit: it is refused. */
+  exceeded: boolean;
 }
 
 /** Usernames and addresses arrive from the client: hashed into fixed-size, opaque limiter and lockout keys. */
 export const subjectKey = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 32);
 
-/** The standard RateLimit-* headers of one limiter's state (D11). */
-export function rateLimitHeaders(state: LimitState): Record<string, string> {
-  return { 'ratelimit-limit': String(state.limit), 'ratelimit-remaining': String(state.remaining), 'ratelimit-reset': String(state.reset) };
-}
-
-/** Of several limiters applied to one request, the one closest to refusing speaks in the headers. */
+/** Of several limiters applied to one request, the one closest to refusing. */
 export function tightest(states: readonly LimitState[]): LimitState | undefined {
   return states.reduce<LimitState | undefined>((best, state) => (best === undefined || state.remaining < best.remaining ? state : best), undefined);
 }
@@ -36,32 +40,34 @@ export function tightest(states: readonly LimitState[]): LimitState | undefined 
  * the limit (README).
  */
 export class AuthRateLimits {
-  readonly #limiters: Record<LimitedAction, { limiter: Limiter; points: number; windowMs: number }>;
+  readonly #limiters: Record<LimitedAction, { limiter: Limiter; policy: PolicyName; points: number; windowSeconds: number }>;
 
   constructor(
     store: GatewayStore,
     settings: GatewayConfig['rateLimits'],
     private readonly clock: Clock,
   ) {
-    const make = (prefix: string, { points, windowSeconds }: { points: number; windowSeconds: number }) => ({
+    const make = (action: LimitedAction, prefix: string, { points, windowSeconds }: { points: number; windowSeconds: number }) => ({
       // The window is in the key; the key only has to outlive its own window.
       limiter: store.createRateLimiter({ keyPrefix: `rl:${prefix}:`, points, durationSeconds: windowSeconds + 1 }),
+      policy: POLICY_NAMES[action],
       points,
-      windowMs: windowSeconds * 1000,
+      windowSeconds,
     });
     this.#limiters = {
-      login: make('login', settings.login),
-      loginAddress: make('login-addr', settings.loginPerAddress),
-      refresh: make('refresh', settings.refresh),
+      login: make('login', 'login', settings.login),
+      loginAddress: make('loginAddress', 'login-addr', settings.loginPerAddress),
+      refresh: make('refresh', 'refresh', settings.refresh),
     };
   }
 
   /**
-   * Counts one attempt for `subject`. Throws the 429 GatewayError (with its RateLimit-* headers)
-   * past the limit, StoreUnavailableError when the store fails (D23: never a 429).
+   * Counts one attempt for `subject` and tells where the limit stands (`exceeded`: refuse it);
+   * throws StoreUnavailableError when the store fails (D23: never a 429).
    */
   async consume(action: LimitedAction, subject: string): Promise<LimitState> {
-    const { limiter, points, windowMs } = this.#limiters[action];
+    const { limiter, policy, points, windowSeconds } = this.#limiters[action];
+    const windowMs = windowSeconds * 1000;
     const now = this.clock.now();
     const window = Math.floor(now / windowMs);
     const reset = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
@@ -72,8 +78,6 @@ export class AuthRateLimits {
       if (!(rejection instanceof RateLimiterRes)) throw new StoreUnavailableError(rejection);
       consumed = rejection.consumedPoints;
     }
-    const state = { limit: points, remaining: Math.max(0, points - consumed), reset };
-    if (consumed > points) throw errors.rateLimited(reset, rateLimitHeaders(state));
-    return state;
+    return { policy, limit: points, window: windowSeconds, remaining: Math.max(0, points - consumed), reset, exceeded: consumed > points };
   }
 }

@@ -10,12 +10,9 @@ import './request-context.js';
 /** D12: the scheme (any case), exactly one space, then a JWS compact token. */
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i;
 
-const REFUSALS: Partial<Record<GatewayError['code'], EdgeRefusal>> = {
-  token_missing: 'token_missing',
-  token_malformed: 'malformed_authorization',
-  token_invalid: 'token_invalid',
-  token_expired: 'token_expired',
-};
+/** The refusals of the bearer token itself: counted and audited under their code's own name. */
+const TOKEN_REFUSALS: ReadonlySet<string> = new Set<EdgeRefusal>(['token_missing', 'token_malformed', 'token_invalid', 'token_expired']);
+const isTokenRefusal = (code: string): code is EdgeRefusal => TOKEN_REFUSALS.has(code);
 
 /**
  * The protected scope's first onRequest hook: authenticate the bearer token, then resolve the
@@ -30,8 +27,7 @@ export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettin
   const context = (request: FastifyRequest) => ({ correlationId: request.id, clientAddress: request.clientAddress });
 
   function unauthenticated(request: FastifyRequest, error: GatewayError): GatewayError {
-    const reason = REFUSALS[error.code];
-    if (reason) outcomes.record({ name: 'edge.refused', reason }, context(request));
+    if (isTokenRefusal(error.code)) outcomes.record({ name: 'edge.refused', reason: error.code }, context(request));
     return error;
   }
 
@@ -43,13 +39,13 @@ export function createBearerGuard(deps: { tokens: TokenService; live: LiveSettin
       return errors.tokenInvalid();
     }
     if (!credential.active) {
-      outcomes.record({ name: 'access.denied', credential: credential.id, reason: 'inactive' }, context(request));
+      outcomes.record({ name: 'access.denied', credential: credential.id, reason: 'credential_inactive' }, context(request));
       return errors.credentialInactive();
     }
     // Not yet known (the store did not answer since start): a token cannot be judged, so none is taken.
     if (!revocations.loaded) return errors.storeUnavailable();
     if (!revocations.accepts(credential, claims)) {
-      outcomes.record({ name: 'access.denied', credential: credential.id, reason: 'session_ended' }, context(request));
+      outcomes.record({ name: 'access.denied', credential: credential.id, reason: 'token_revoked' }, context(request));
       return errors.tokenRevoked();
     }
     if (!admitsAddress(credential, request.clientAddress)) {

@@ -53,13 +53,13 @@ export function installEdgeGuards(
     }
     const context = { correlationId: request.id, clientAddress };
     if (origin.address === undefined || !current.allowlist.contains(origin.address)) {
-      outcomes.record({ name: 'edge.refused', reason: origin.address === undefined ? 'address_malformed' : 'allowlist' }, context);
+      outcomes.record({ name: 'edge.refused', reason: origin.address === undefined ? 'address_malformed' : 'address_not_allowed' }, context);
       reply.header('connection', 'close');
       sendError(reply, errors.addressNotAllowed(), clock);
       return;
     }
     if (!origin.https) {
-      outcomes.record({ name: 'edge.refused', reason: 'plain_http' }, context);
+      outcomes.record({ name: 'edge.refused', reason: 'https_required' }, context);
       // The body is never read: close the connection rather than drain it.
       reply.header('connection', 'close');
       sendError(reply, errors.httpsRequired(), clock);

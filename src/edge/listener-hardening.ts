@@ -99,9 +99,9 @@ function clientErrorKind(code: string | undefined): { kind: string; error: () =>
     case 'HPE_HEADER_OVERFLOW':
       return { kind: 'headers_too_large', error: errors.headersTooLarge };
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { kind: 'timeout', error: errors.requestTimeout };
+      return { kind: 'request_timeout', error: errors.requestTimeout };
     default:
-      return { kind: 'malformed', error: () => errors.malformedRequest() };
+      return { kind: 'malformed_request', error: () => errors.malformedRequest() };
   }
 }
 

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { rateLimitHeaders, subjectKey, tightest, type AuthRateLimits, type LimitedAction, type LimitState } from '../auth/auth-rate-limits.js';
+import { subjectKey, type AuthRateLimits, type LimitedAction, type LimitState } from '../auth/auth-rate-limits.js';
 import { addressBucket } from '../foundation/address-ranges.js';
-import { errors, GatewayError } from '../foundation/errors.js';
+import { errors } from '../foundation/errors.js';
 import type { Outcome, Outcomes } from '../observability/outcomes.js';
+import { rateLimitHeaders } from './rate-limit-headers.js';
 import './request-context.js';
 
 /** Whose attempts a limiter counts (D11, D27): the client's address, the submitted username, the credential. */
@@ -31,7 +32,7 @@ export function permissionHook(deps: { outcomes: Outcomes }) {
     for (const permission of typeof declared === 'function' ? declared(request) : [declared]) {
       if (!credential.permissions.has(permission)) {
         deps.outcomes.record(
-          { name: 'access.denied', credential: credential.id, reason: 'permission' },
+          { name: 'access.denied', credential: credential.id, reason: 'permission_denied' },
           { correlationId: request.id, clientAddress: request.clientAddress },
         );
         return done(
@@ -52,21 +53,19 @@ const BEFORE_BODY: ReadonlySet<LimitedAction> = new Set(['loginAddress']);
  * The rate limits a route declares, in order: those that count the client's address before the
  * body is read (a flood of hostile bodies from one address is refused without parsing any, D42),
  * the others after the body is parsed and validated (a login is counted by its username). Each
- * refusal is a 429 with the limiter's headers; a passing request carries the RateLimit-* headers
- * of the limit closest to refusing (D11).
+ * refusal is a 429; it and a passing request carry the rate-limit headers of every limit the
+ * request was counted against (D11, D49).
  */
 export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRateLimits; outcomes: Outcomes }): void {
   /** States of the limits already passed before the body, for the headers of the answer. */
   const early = new WeakMap<FastifyRequest, LimitState[]>();
   const apply = async (request: FastifyRequest, actions: readonly LimitedAction[], states: LimitState[]): Promise<void> => {
     for (const action of actions) {
-      try {
-        states.push(await deps.limits.consume(action, SUBJECTS[action](request)));
-      } catch (error) {
-        if (error instanceof GatewayError && error.code === 'rate_limited') {
-          deps.outcomes.record(REFUSED[action](request), { correlationId: request.id, clientAddress: request.clientAddress });
-        }
-        throw error;
+      const state = await deps.limits.consume(action, SUBJECTS[action](request));
+      states.push(state);
+      if (state.exceeded) {
+        deps.outcomes.record(REFUSED[action](request), { correlationId: request.id, clientAddress: request.clientAddress });
+        throw errors.rateLimited(state.reset, rateLimitHeaders(states, state));
       }
     }
   };
@@ -90,8 +89,7 @@ export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRate
       declared.filter((action) => !BEFORE_BODY.has(action)),
       states,
     ).then(() => {
-      const closest = tightest(states);
-      if (closest) reply.headers(rateLimitHeaders(closest));
+      reply.headers(rateLimitHeaders(states));
       done();
     }, done);
   });

@@ -1,4 +1,5 @@
 import type { Clock } from '../foundation/clock.js';
+import type { ErrorCode } from '../foundation/error-catalogue.js';
 import { addressBucket } from '../foundation/address-ranges.js';
 import { FileAppender, type AppenderState } from './file-appender.js';
 
@@ -37,8 +38,11 @@ export interface AuditEvent {
   cardId?: string | undefined;
 }
 
-/** Refusals that happen before a credential is known; audited in per-minute summaries (D25, D34). */
-export type DenialReason = 'allowlist' | 'token_missing' | 'malformed_authorization' | 'token_invalid' | 'token_expired' | 'token_in_url';
+/**
+ * Refusals that happen before a credential is known; audited in per-minute summaries (D25, D34).
+ * Each is named by the error code the client gets (one vocabulary for codes, audit and metrics).
+ */
+export type DenialReason = Extract<ErrorCode, 'address_not_allowed' | 'token_missing' | 'token_malformed' | 'token_invalid' | 'token_expired' | 'token_in_url'>;
 
 /** A summary line: one per reason and source (IPv6 per /64) per window, with a count. */
 export interface DenialSummary extends AuditEvent {

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../foundation/error-catalogue.js';
 import type { AuditSink, DenialReason } from './audit.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -9,12 +10,21 @@ export interface RequestContext {
 
 export type LoginFailure = 'unknown_username' | 'wrong_password' | 'inactive' | 'address';
 export type RefreshFailure = 'unknown' | 'mismatch' | 'revoked' | 'ended' | 'expired';
-/** Refusals of an authenticated credential: audited one line each (D21). `session_ended`: D41. */
-export type CredentialDenial = 'unknown_credential' | 'inactive' | 'address' | 'permission' | 'reveal_not_creator' | 'session_ended';
+/**
+ * Refusals of an authenticated credential: audited one line each (D21). Each is named by the
+ * error code it answers (`token_revoked`: D41), except the causes told apart from a code's main
+ * one: `unknown_credential` (answered `token_invalid`), `address` (outside the credential's
+ * ranges) and `reveal_not_creator` (both answered `permission_denied`).
+ */
+export type CredentialDenial =
+  Extract<ErrorCode, 'credential_inactive' | 'permission_denied' | 'token_revoked'> | 'unknown_credential' | 'address' | 'reveal_not_creator';
 /** Why a credential's sessions ended (D41). */
 export type SessionsEndedCause = 'deactivated' | 'password_changed';
-/** Refusals before a credential is known: counted, and audited in per-minute summaries (D25, D34). */
-export type EdgeRefusal = DenialReason | 'address_malformed' | 'plain_http';
+/**
+ * Refusals before a credential is known: counted, and audited in per-minute summaries (D25, D34).
+ * `address_malformed` (a forwarded address that does not parse) is answered `address_not_allowed`.
+ */
+export type EdgeRefusal = DenialReason | Extract<ErrorCode, 'https_required'> | 'address_malformed';
 
 interface CardIds {
   credential: string;
@@ -51,7 +61,7 @@ export type Outcome =
   | { name: 'config.reload_failed' }
   | { name: 'credential.sessions_ended'; credential: string; cause: SessionsEndedCause };
 
-const TOKEN_REFUSALS: ReadonlySet<EdgeRefusal> = new Set(['token_missing', 'malformed_authorization', 'token_invalid', 'token_expired', 'token_in_url']);
+const TOKEN_REFUSALS: ReadonlySet<EdgeRefusal> = new Set(['token_missing', 'token_malformed', 'token_invalid', 'token_expired', 'token_in_url']);
 
 /** What the services and guards depend on: one call per outcome (a test can pass a recorder of its own). */
 export interface Outcomes {
@@ -135,8 +145,8 @@ export class OutcomeRecorder implements Outcomes {
         metrics.accessDenied.inc({ reason: outcome.reason });
         if (TOKEN_REFUSALS.has(outcome.reason)) metrics.tokenFailures.inc({ reason: outcome.reason });
         // Plain HTTP is refused without being audited: it never reaches anything worth a line.
-        if (outcome.reason === 'address_malformed') audit.deny('allowlist', context.clientAddress, context.correlationId);
-        else if (outcome.reason !== 'plain_http') audit.deny(outcome.reason, context.clientAddress, context.correlationId);
+        if (outcome.reason === 'address_malformed') audit.deny('address_not_allowed', context.clientAddress, context.correlationId);
+        else if (outcome.reason !== 'https_required') audit.deny(outcome.reason, context.clientAddress, context.correlationId);
         return;
       case 'card.created':
         metrics.cardsCreated.inc();

@@ -109,10 +109,12 @@ describe('audit trail and metrics of authentication', () => {
     );
     const denied = await getWhoami(gw, session.accessToken);
     expect(denied.statusCode).toBe(401);
-    expect(auditOf(gw, denied)).toEqual([expect.objectContaining({ event: 'access.denied', credential: 'cred-full', outcome: 'denied', reason: 'inactive' })]);
+    expect(auditOf(gw, denied)).toEqual([
+      expect.objectContaining({ event: 'access.denied', credential: 'cred-full', outcome: 'denied', reason: 'credential_inactive' }),
+    ]);
     const refused = await postLogin(gw, 'full', PASSWORD);
     expect(auditOf(gw, refused)).toEqual([expect.objectContaining({ event: 'login.failed', credential: 'cred-full', reason: 'inactive' })]);
-    expect(await metricValue(gw, 'gateway_access_denied_total', { reason: 'inactive' })).toBe(1);
+    expect(await metricValue(gw, 'gateway_access_denied_total', { reason: 'credential_inactive' })).toBe(1);
   });
 
   it('writes no token or password to the logs or the audit trail', async () => {

@@ -102,9 +102,9 @@ describe('session end and age (D41)', () => {
     expect(refused.statusCode).toBe(401);
     expect(refused.json()).toMatchObject({ status: 401, code: 'token_revoked', details: {} });
     expect(gw.audit.events().filter((event) => event.correlationId === refused.headers['x-correlation-id'])).toEqual([
-      expect.objectContaining({ event: 'access.denied', credential: 'cred-full', reason: 'session_ended' }),
+      expect.objectContaining({ event: 'access.denied', credential: 'cred-full', reason: 'token_revoked' }),
     ]);
-    expect(await metricValue(gw, 'gateway_access_denied_total', { reason: 'session_ended' })).toBe(1);
+    expect(await metricValue(gw, 'gateway_access_denied_total', { reason: 'token_revoked' })).toBe(1);
     // A reload that changes nothing of a credential ends nothing.
     await gw.gateway.reload(await testConfig({}, credentials(true, 'another password entirely')));
     expect(gw.audit.events().filter((event) => event.event === 'credential.sessions_ended')).toHaveLength(2);

@@ -29,7 +29,7 @@ describe('403 without the needed permission (D13)', () => {
     const response = await createCard(fixture.gw, await fixture.token('no-perms'), validCardBody());
     const body = expectError(response, 403, 'Permission cards:create is required');
     expect(body.details).toEqual({});
-    expect(deniedEvents(body.correlationId)).toEqual([expect.objectContaining({ credential: 'cred-none', reason: 'permission', outcome: 'denied' })]);
+    expect(deniedEvents(body.correlationId)).toEqual([expect.objectContaining({ credential: 'cred-none', reason: 'permission_denied', outcome: 'denied' })]);
     const after = await stats();
     expect(after.requestsReceived).toBe(before.requestsReceived);
     expect(after.cardsCreated).toBe(before.cardsCreated);
@@ -41,13 +41,13 @@ describe('403 without the needed permission (D13)', () => {
 
   it('create-only with revealDetails=true gets 403 and no card is created, not even a reservation', async () => {
     const token = await fixture.token('create-only');
-    const deniedBefore = await metricValue(fixture.gw, 'gateway_access_denied_total', { reason: 'permission' });
+    const deniedBefore = await metricValue(fixture.gw, 'gateway_access_denied_total', { reason: 'permission_denied' });
     const before = await stats();
     const body = validCardBody();
     const response = await createCard(fixture.gw, token, body, 'revealDetails=true');
     const error = expectError(response, 403, 'Permission cards:reveal is required for revealDetails=true');
-    expect(deniedEvents(error.correlationId)).toEqual([expect.objectContaining({ credential: 'cred-create', reason: 'permission' })]);
-    expect(await metricValue(fixture.gw, 'gateway_access_denied_total', { reason: 'permission' })).toBe(deniedBefore + 1);
+    expect(deniedEvents(error.correlationId)).toEqual([expect.objectContaining({ credential: 'cred-create', reason: 'permission_denied' })]);
+    expect(await metricValue(fixture.gw, 'gateway_access_denied_total', { reason: 'permission_denied' })).toBe(deniedBefore + 1);
     const after = await stats();
     expect(after.requestsReceived).toBe(before.requestsReceived);
     expect(after.cardsCreated).toBe(before.cardsCreated);

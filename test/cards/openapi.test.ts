@@ -146,7 +146,7 @@ describe('OpenAPI description (admin /openapi.json)', () => {
     ]);
   });
 
-  it('documents the response headers: X-Correlation-Id everywhere, WWW-Authenticate on 401, Retry-After on 409/429/503, RateLimit-* on login and refresh', () => {
+  it('documents the response headers: X-Correlation-Id everywhere, WWW-Authenticate on 401, Retry-After on 409/429/503, RateLimit-Policy, RateLimit and the legacy RateLimit-* on login and refresh', () => {
     for (const { operation } of operations()) {
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers = response.headers ?? {};
@@ -156,7 +156,9 @@ describe('OpenAPI description (admin /openapi.json)', () => {
         expect(headers['Retry-After']?.required, where).toBe(['409', '429', '503'].includes(status) ? true : undefined);
         const limited = operation.operationId === 'login' || operation.operationId === 'refresh';
         // Successes and the refusals that come after the limiter (the route's own logic, 429, outages).
-        expect(headers['RateLimit-Remaining'] !== undefined, where).toBe(limited && ['200', '401', '429', '500', '503'].includes(status));
+        const rateLimitHeaders = limited && ['200', '401', '429', '500', '503'].includes(status);
+        for (const name of ['RateLimit-Policy', 'RateLimit', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+          expect(headers[name] !== undefined, `${where} ${name}`).toBe(rateLimitHeaders);
       }
     }
     expect(doc.components.responses?.['MethodNotAllowed']?.headers?.['Allow']?.required).toBe(true);

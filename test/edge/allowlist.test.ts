@@ -117,12 +117,12 @@ describe('environment allowlist (D10)', () => {
       correlationId: first.headers['x-correlation-id'],
       clientAddress: '192.0.2.1',
       outcome: 'denied',
-      reason: 'allowlist',
+      reason: 'address_not_allowed',
       count: 2,
     });
     expect(events[1]).toMatchObject({ clientAddress: '192.0.2.2', count: 1 });
     expect(await g.gateway.metrics.registry.getSingleMetricAsString('gateway_access_denied_total')).toContain(
-      'gateway_access_denied_total{reason="allowlist"} 3',
+      'gateway_access_denied_total{reason="address_not_allowed"} 3',
     );
   });
 

@@ -16,7 +16,7 @@ import { aggregatedDenials, auditRecords, expectContractError, flushAudit, UUID 
 
 const A = '10.7.0.1';
 const B = '10.7.0.2';
-const REASONS = ['token_missing', 'malformed_authorization', 'token_invalid', 'token_expired', 'token_in_url'];
+const REASONS = ['token_missing', 'token_malformed', 'token_invalid', 'token_expired', 'token_in_url'];
 
 interface Sent {
   reason: string;
@@ -69,8 +69,8 @@ describe('failed bearer authentication is audited, aggregated (D34)', () => {
     await send('token_expired', A, { authorization: `Bearer ${expiring}` });
     for (let i = 0; i < 3; i += 1) await send('token_missing', A);
     await send('token_missing', B);
-    await send('malformed_authorization', A, { authorization: `Basic ${Buffer.from('full:x').toString('base64')}` });
-    await send('malformed_authorization', A, { authorization: `Bearer  ${valid}` });
+    await send('token_malformed', A, { authorization: `Basic ${Buffer.from('full:x').toString('base64')}` });
+    await send('token_malformed', A, { authorization: `Bearer  ${valid}` });
     await send('token_in_url', A, { authorization: `Bearer ${valid}` }, '?Access_Token=abc');
     await send('token_in_url', A, { authorization: `Bearer ${valid}` }, `?x=${valid.replaceAll('.', '%2E')}`);
 
@@ -79,7 +79,7 @@ describe('failed bearer authentication is audited, aggregated (D34)', () => {
       token_expired: 'Access token is expired',
       token_missing: 'Authorization header is missing',
       token_in_url: 'Tokens are not accepted in the URL',
-      malformed_authorization: undefined, // not fixed by the contract
+      token_malformed: undefined, // not fixed by the contract
     };
     for (const { reason, response } of sent) {
       expect(response.statusCode, `${reason}: ${response.body}`).toBe(401);

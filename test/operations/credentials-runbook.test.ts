@@ -188,7 +188,7 @@ describe('the credentials runbook, performed on two replicas (D7, D41)', () => {
         expect(codeOf(await postCard(gateway.httpsUrl, ca, session.accessToken, cardBody()))).toBe('401 credential_inactive');
         expect(codeOf(await refresh(gateway, session.accessToken, session.refreshToken))).toBe('401 credential_inactive');
       }
-      expect(metricSum(await scrape(gateway.adminUrl), 'gateway_access_denied_total', { reason: 'inactive' })).toBeGreaterThanOrEqual(2);
+      expect(metricSum(await scrape(gateway.adminUrl), 'gateway_access_denied_total', { reason: 'credential_inactive' })).toBeGreaterThanOrEqual(2);
     }
     for (const name of ['a', 'b'] as const) {
       expect(sessionsEnded(name, ACME.id)).toEqual(['deactivated']);
@@ -209,7 +209,7 @@ describe('the credentials runbook, performed on two replicas (D7, D41)', () => {
         expect(codeOf(await postCard(gateway.httpsUrl, ca, session.accessToken, cardBody()))).toBe('401 token_revoked');
         expect(codeOf(await refresh(gateway, fresh.accessToken, session.refreshToken))).toBe('401 refresh_token_revoked');
       }
-      expect(metricSum(await scrape(gateway.adminUrl), 'gateway_access_denied_total', { reason: 'session_ended' })).toBeGreaterThanOrEqual(2);
+      expect(metricSum(await scrape(gateway.adminUrl), 'gateway_access_denied_total', { reason: 'token_revoked' })).toBeGreaterThanOrEqual(2);
     }
     // A reactivation ends nothing more, and writes no sessions_ended line.
     expect(sessionsEnded('a', ACME.id)).toEqual(['deactivated']);

@@ -116,7 +116,7 @@ describe('TLS and plain HTTP on real listeners', () => {
       const s = await start({ trustedProxies: [], allowlist: ['10.0.0.0/8'] });
       const response = await https(s, JWKS, { headers: { 'x-forwarded-for': '10.0.0.1' } });
       expectRefusal(response, 'Client address is not allowed');
-      expect(lastDenial(s)).toMatchObject({ event: 'access.denied', clientAddress: '127.0.0.1', reason: 'allowlist' });
+      expect(lastDenial(s)).toMatchObject({ event: 'access.denied', clientAddress: '127.0.0.1', reason: 'address_not_allowed' });
     });
 
     it('ignores a spoofed X-Forwarded-For that names a refused address', async () => {

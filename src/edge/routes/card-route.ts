@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { CardService } from '../../cards/card-service.js';
 import { CARD_EXAMPLES, CardQuerySchema, CardRequestSchema, CardResponseSchema, type CardQuery, type CardRequest } from '../../cards/card-schemas.js';
 import { errors } from '../../foundation/errors.js';
-import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../schemas.js';
+import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 
 /**
  * POST /api/v1/issuing/cards (spec 4.4). `cards:create`, and `cards:reveal` when

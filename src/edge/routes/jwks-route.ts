@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TokenService } from '../../auth/token-service.js';
-import { documentedResponses, PublicSecurity, TRANSPORT_CODES } from '../schemas.js';
+import { documentedResponses, PublicSecurity, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 
 const JwksSchema = Type.Object(
   {

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { SessionService } from '../../auth/session-service.js';
-import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../schemas.js';
+import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 import { REFRESH_BODY_EXAMPLE, RefreshTokenBody } from './refresh-route.js';
 
 const LoggedOut = Type.Object({ message: Type.String() }, { title: 'LoggedOut' });
@@ -16,7 +16,7 @@ export function registerLogoutRoute(scope: FastifyInstance, sessions: SessionSer
         operationId: 'logout',
         summary: 'Revoke a refresh token and its whole session',
         description:
-          'Needs the bearer access token and a refresh token of the session (body). Every refresh token of the session stops working; the access token does not (it expires within the hour): discard it. A token that is unknown, already revoked, of another credential, or presented after its 60-second grace gets 401 `refresh_token_invalid` (in the last case the session is revoked all the same). A session that ended with its credential (deactivated or given a new password since its login, D41) gets 401 `refresh_token_revoked`, and is revoked.',
+          'Needs the bearer access token and a refresh token of the session (body). Every refresh token of the session stops working; the access token does not (it expires within the hour): discard it. A token that is unknown, already revoked, of another credential, or presented after its 60-second grace gets 401 `refresh_token_invalid` (in the last case the session is revoked all the same). A session that ended with its credential (deactivated or given a new password since its login, D41) gets 401 `refresh_token_revoked`, and is revoked. An access token past its expiry gets 401 `token_expired` like any bearer call, and nothing is revoked.',
         tags: ['auth'],
         security: BearerSecurity,
         body: RefreshTokenBody,

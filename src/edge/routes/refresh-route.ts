@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { SessionService } from '../../auth/session-service.js';
 import { errors } from '../../foundation/errors.js';
-import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../schemas.js';
+import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 
 export const RefreshTokenBody = Type.Object(
   { refreshToken: Type.String({ minLength: 1, maxLength: 512, description: 'The newest refresh token of the session.' }) },
@@ -44,7 +44,7 @@ export function registerRefreshRoute(scope: FastifyInstance, sessions: SessionSe
           success: {
             status: 200,
             description: 'A new access token and the rotated refresh token.',
-            headers: { 'Cache-Control': true, 'RateLimit-Limit': true, 'RateLimit-Remaining': true, 'RateLimit-Reset': true },
+            headers: { 'Cache-Control': true },
             examples: {
               refreshed: {
                 summary: 'Rotated',
