@@ -1,6 +1,8 @@
 import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { limiterResult } from '../limiter-result.js';
 import {
   noFailedOperations,
+  StoreUnavailableError,
   type ClaimAttempt,
   type GatewayStore,
   type IdempotencyStore,
@@ -241,7 +243,14 @@ export class MemoryStore implements GatewayStore {
   }
 
   createRateLimiter({ keyPrefix, points, durationSeconds }: LimiterOptions): Limiter {
-    return new RateLimiterMemory({ keyPrefix, points, duration: durationSeconds });
+    const limiter = new RateLimiterMemory({ keyPrefix, points, duration: durationSeconds });
+    // Any failure of the counter is the store's (D23: never a 429).
+    return {
+      consume: (key) =>
+        limiterResult(limiter.consume(key)).catch((error: unknown) => {
+          throw new StoreUnavailableError(error);
+        }),
+    };
   }
 
   async ping(): Promise<void> {}

@@ -1,8 +1,9 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { Cluster, Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { withDeadline } from '../../foundation/deadline.js';
+import { limiterResult } from '../limiter-result.js';
 import {
   noFailedOperations,
   StoreUnavailableError,
@@ -968,25 +969,10 @@ export class RedisStore implements GatewayStore {
       // Without this it waits for ioredis to reconnect instead of failing (rate-limiter-flexible #184).
       rejectIfRedisNotReady: true,
     });
-    // The same command deadline as every other store call; a RateLimiterRes rejection (over the
-    // limit) is an answer of the store and passes through; any other is a failure, named (D55).
-    return {
-      consume: (key) =>
-        withDeadline(limiter.consume(key), this.#commandTimeoutMs, storeLate).then(
-          (result) => {
-            this.#succeeded(true);
-            return result;
-          },
-          (rejection: unknown) => {
-            // Over the limit: its script ran (and counted), so Redis took the write.
-            if (rejection instanceof RateLimiterRes) {
-              this.#succeeded(true);
-              throw rejection;
-            }
-            throw this.#failed(rejection);
-          },
-        ),
-    };
+    // The same command deadline as every other store call. Over the limit is an answer of the
+    // store (its script ran and counted, so Redis took the write); any rejection is a failure,
+    // named (D55).
+    return { consume: (key) => this.#guarded(true, () => limiterResult(limiter.consume(key))) };
   }
 
   async ping(): Promise<void> {
