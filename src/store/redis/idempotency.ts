@@ -1,0 +1,131 @@
+import { withDeadline } from '../../foundation/deadline.js';
+import type { IdempotencyStore, Reservation, StoredCard } from '../store-types.js';
+import { storeLate, ttlFor, type RecordContext } from './record-context.js';
+import { REPAIR_HORIZON_MS, type RepairQueue } from './repair-queue.js';
+import type { ReplicaAcks } from './replica-acks.js';
+import { notStale, type ScriptedPipeline } from './scripts.js';
+
+/**
+ * Card-creation idempotency (D16, D17, D31): one hash `idem:{account:requestId}` holding a claim
+ * (pending, released) or the completed record. A write whose reply never came goes to `repairs`;
+ * a completion waits for `acks.wanted` replicas when asked to (D35).
+ */
+export function redisIdempotency(context: RecordContext, repairs: RepairQueue, acks: ReplicaAcks): IdempotencyStore {
+  const { redis, prefix, commandTimeoutMs } = context;
+  const key = (name: string) => `${prefix}idem:{${name}}`;
+
+  /**
+   * D35: the record, then WAIT on the same connection, so that it covers this write. In one
+   * pipeline: on a Cluster a keyless WAIT sent alone goes to a random node, in a pipeline it
+   * goes where the pipeline's keyed command goes. WAIT gives up after the command timeout; the
+   * card is answered anyway (it exists at the connector, whose Idempotency-Key covers a lost
+   * record), and the shortfall is reported once per change (replicas-behind).
+   */
+  async function completeAcknowledged(recordKey: string, args: string[]): Promise<void> {
+    const pipeline = (redis.pipeline() as ScriptedPipeline).completeIdempotency(recordKey, ...args);
+    pipeline.call('WAIT', String(acks.wanted), String(commandTimeoutMs));
+    const results = await withDeadline(pipeline.exec(), commandTimeoutMs * 2, storeLate);
+    const [written, waited] = results ?? [];
+    if (!written || written[0]) throw written?.[0] ?? new Error('pipeline discarded');
+    acks.note(waited && !waited[0] ? Number(waited[1]) : 0);
+  }
+
+  return {
+    reserve: async (name, { owner, now, leaseMs, attempt }) => {
+      const deadline = context.deadline();
+      try {
+        const answer = notStale<string[]>(
+          await withDeadline(
+            redis.reserveIdempotency(
+              key(name),
+              owner,
+              String(now),
+              String(now + leaseMs),
+              String(leaseMs + 60_000),
+              attempt.fingerprint,
+              String(attempt.requestedCardLimit),
+              attempt.credentialId,
+              String(deadline),
+            ),
+            commandTimeoutMs,
+            storeLate,
+          ),
+        );
+        context.succeeded(true);
+        return parseReservation(answer);
+      } catch (error) {
+        // The claim's outcome is unknown: it may have run with its reply lost (a master that
+        // died, a connection that broke), or may still run (a paused Redis resuming, a command
+        // re-sent after a reconnect) until its deadline. Either way the client gets 503 and
+        // must be able to simply retry (D23), so the claim is released: at once, by a release
+        // right behind it on the same connection (it runs after the claim if the claim runs
+        // at all), and again once the claim's deadline has passed and the store answers (the
+        // first release may have been refused on a broken connection, or overtaken by a
+        // Cluster redirection). The release is owner-guarded: it frees only this claim.
+        const releaseArgs = [owner, String(now + leaseMs), String(leaseMs + 60_000)];
+        redis.releaseIdempotency(key(name), ...releaseArgs).catch(() => undefined);
+        repairs.add(owner, { kind: 'release', key: key(name), args: releaseArgs, notBefore: deadline + 100, giveUpAt: Date.now() + leaseMs });
+        throw context.failed(error);
+      }
+    },
+    peek: (name, now) =>
+      context.guarded(false, async () => {
+        const [state, leaseExp, exp, record, ofp, oreq, ocred] = await redis.hmget(key(name), 'state', 'leaseExp', 'exp', 'record', 'ofp', 'oreq', 'ocred');
+        if (state === 'completed' && Number(exp) > now && record) return { state: 'completed', record: JSON.parse(record) as StoredCard };
+        if (state === 'pending' && Number(leaseExp) > now) return { state: 'pending', leaseExpiresAt: Number(leaseExp) };
+        const previous =
+          state === 'released' && Number(exp) > now && ofp ? { fingerprint: ofp, requestedCardLimit: Number(oreq), credentialId: ocred ?? '' } : undefined;
+        return { state: 'reserved', previous };
+      }),
+    complete: async (name, { owner, record, expiresAt, now }) => {
+      const args = [owner, JSON.stringify(record), String(expiresAt), String(ttlFor(expiresAt, now))];
+      try {
+        if (acks.wanted === 0) {
+          await withDeadline(redis.completeIdempotency(key(name), ...args), commandTimeoutMs, storeLate);
+        } else {
+          await completeAcknowledged(key(name), args);
+        }
+        context.succeeded(true);
+      } catch (error) {
+        // The card exists and its client gets it; the record may or may not be stored. Store
+        // it once the store answers, so that a retry is a replay and not a 409 or a second
+        // forward (the script never overwrites a record or another owner's live claim).
+        repairs.add(owner, {
+          kind: 'complete',
+          key: key(name),
+          args,
+          notBefore: Date.now(),
+          // Repairs run on the process's own clock; the record's expiry is on the injected one.
+          giveUpAt: Date.now() + Math.min(expiresAt - now, REPAIR_HORIZON_MS),
+        });
+        throw context.failed(error);
+      }
+    },
+    release: async (name, { owner, now, keepUntil }) => {
+      const args = [owner, String(keepUntil), String(ttlFor(keepUntil, now))];
+      try {
+        await withDeadline(redis.releaseIdempotency(key(name), ...args), commandTimeoutMs, storeLate);
+        context.succeeded(true);
+      } catch (error) {
+        // Sent on a dead connection, a release is lost, and the claim would hold the key until
+        // its lease ends: the client's retry would wait or get 409. Release it once the store answers.
+        repairs.add(owner, {
+          kind: 'release',
+          key: key(name),
+          args,
+          notBefore: Date.now(),
+          giveUpAt: Date.now() + Math.min(keepUntil - now, REPAIR_HORIZON_MS),
+        });
+        throw context.failed(error);
+      }
+    },
+  };
+}
+
+function parseReservation(answer: (string | null)[]): Reservation {
+  const [state, value, ofp, oreq, ocred] = answer;
+  if (state === 'completed' && value) return { state: 'completed', record: JSON.parse(value) as StoredCard };
+  if (state === 'pending') return { state: 'pending', leaseExpiresAt: Number(value) };
+  const previous = value === '1' && ofp ? { fingerprint: ofp, requestedCardLimit: Number(oreq), credentialId: ocred ?? '' } : undefined;
+  return { state: 'reserved', previous };
+}
