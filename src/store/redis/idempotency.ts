@@ -13,6 +13,10 @@ import { notStale, type ScriptedPipeline } from './scripts.js';
 export function redisIdempotency(context: RecordContext, repairs: RepairQueue, acks: ReplicaAcks): IdempotencyStore {
   const { redis, prefix, commandTimeoutMs } = context;
   const key = (name: string) => `${prefix}idem:{${name}}`;
+  // Owner-guarded scripts: a release frees only its own claim, a completion never overwrites a
+  // record or another owner's live claim, so repeating one that did run changes nothing.
+  const repairOf = (owner: string, name: string, settle: () => Promise<unknown>, times: { notBefore: number; giveUpAt: number }) =>
+    repairs.add(`${key(name)}\u0000${owner}`, { settle, ...times });
 
   /**
    * D35: the record, then WAIT on the same connection, so that it covers this write. In one
@@ -64,7 +68,7 @@ export function redisIdempotency(context: RecordContext, repairs: RepairQueue, a
         // Cluster redirection). The release is owner-guarded: it frees only this claim.
         const releaseArgs = [owner, String(now + leaseMs), String(leaseMs + 60_000)];
         redis.releaseIdempotency(key(name), ...releaseArgs).catch(() => undefined);
-        repairs.add(owner, { kind: 'release', key: key(name), args: releaseArgs, notBefore: deadline + 100, giveUpAt: Date.now() + leaseMs });
+        repairOf(owner, name, () => redis.releaseIdempotency(key(name), ...releaseArgs), { notBefore: deadline + 100, giveUpAt: Date.now() + leaseMs });
         throw context.failed(error);
       }
     },
@@ -90,10 +94,7 @@ export function redisIdempotency(context: RecordContext, repairs: RepairQueue, a
         // The card exists and its client gets it; the record may or may not be stored. Store
         // it once the store answers, so that a retry is a replay and not a 409 or a second
         // forward (the script never overwrites a record or another owner's live claim).
-        repairs.add(owner, {
-          kind: 'complete',
-          key: key(name),
-          args,
+        repairOf(owner, name, () => redis.completeIdempotency(key(name), ...args), {
           notBefore: Date.now(),
           // Repairs run on the process's own clock; the record's expiry is on the injected one.
           giveUpAt: Date.now() + Math.min(expiresAt - now, REPAIR_HORIZON_MS),
@@ -109,10 +110,7 @@ export function redisIdempotency(context: RecordContext, repairs: RepairQueue, a
       } catch (error) {
         // Sent on a dead connection, a release is lost, and the claim would hold the key until
         // its lease ends: the client's retry would wait or get 409. Release it once the store answers.
-        repairs.add(owner, {
-          kind: 'release',
-          key: key(name),
-          args,
+        repairOf(owner, name, () => redis.releaseIdempotency(key(name), ...args), {
           notBefore: Date.now(),
           giveUpAt: Date.now() + Math.min(keepUntil - now, REPAIR_HORIZON_MS),
         });

@@ -79,7 +79,7 @@ export class RedisStore implements GatewayStore {
     this.#commandTimeoutMs = options.commandTimeoutMs ?? 300;
     this.#masters = new MasterWatch(client, options.topology ?? topologyOf(client), this.#events, this.#commandTimeoutMs);
     // A failed repair makes the store suspect: the monitor checks it now.
-    this.#repairs = new RepairQueue(this.#redis, this.#commandTimeoutMs, () => this.#health.suspect());
+    this.#repairs = new RepairQueue(this.#commandTimeoutMs, () => this.#health.suspect());
     this.#health = new HealthMonitor(client, this.#masters, this.#events, this.#repairs, {
       commandTimeoutMs: this.#commandTimeoutMs,
       refuseEvicting: options.evictingPolicy === 'refuse',

@@ -1,6 +1,5 @@
 import { withDeadline } from '../../foundation/deadline.js';
 import { storeLate } from './record-context.js';
-import type { ScriptedClient } from './scripts.js';
 
 /** Unknown-outcome idempotency writes kept for repair at most (the oldest go first: their claims lapse anyway). */
 const MAX_REPAIRS = 10_000;
@@ -15,9 +14,8 @@ const BATCH = 64;
  * answers again, and not before the write itself can no longer run (its deadline).
  */
 export interface Repair {
-  kind: 'release' | 'complete';
-  key: string;
-  args: string[];
+  /** Sends the write again: an owner-guarded script, harmless when the first one did run. */
+  settle(): Promise<unknown>;
   /** Wall-clock ms: not before the original script's deadline has passed. */
   notBefore: number;
   giveUpAt: number;
@@ -28,7 +26,6 @@ export interface Repair {
  * store is up again, and once by a timer right after the first one is added.
  */
 export class RepairQueue {
-  readonly #redis: ScriptedClient;
   readonly #commandTimeoutMs: number;
   /** A repair failed: the store is suspect (the health monitor checks it now). */
   readonly #onFailure: () => void;
@@ -37,8 +34,7 @@ export class RepairQueue {
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(redis: ScriptedClient, commandTimeoutMs: number, onFailure: () => void) {
-    this.#redis = redis;
+  constructor(commandTimeoutMs: number, onFailure: () => void) {
     this.#commandTimeoutMs = commandTimeoutMs;
     this.#onFailure = onFailure;
   }
@@ -47,8 +43,8 @@ export class RepairQueue {
     return this.#repairs.size;
   }
 
-  add(owner: string, repair: Repair): void {
-    const id = `${repair.key}\u0000${owner}`;
+  /** `id` names the write (its key and owner): a later repair of the same write replaces it. */
+  add(id: string, repair: Repair): void {
     this.#repairs.delete(id);
     if (this.#repairs.size >= MAX_REPAIRS) {
       const oldest = this.#repairs.keys().next();
@@ -69,10 +65,7 @@ export class RepairQueue {
     }
   }
 
-  /**
-   * Settles every due repair. Each is owner-guarded in its script: a release frees only the
-   * claim it was made for, a completion never overwrites another owner's live claim or a record.
-   */
+  /** Settles every due repair, in batches; a failure ends the round (the store is suspect) until the next one. */
   async run(): Promise<void> {
     if (this.#repairing || this.#repairs.size === 0 || this.#closed) return;
     this.#repairing = true;
@@ -88,11 +81,7 @@ export class RepairQueue {
         await Promise.all(
           due.slice(i, i + BATCH).map(async ([id, repair]) => {
             try {
-              await withDeadline(
-                this.#redis[repair.kind === 'release' ? 'releaseIdempotency' : 'completeIdempotency'](repair.key, ...repair.args),
-                this.#commandTimeoutMs,
-                storeLate,
-              );
+              await withDeadline(repair.settle(), this.#commandTimeoutMs, storeLate);
               if (this.#repairs.get(id) === repair) this.#repairs.delete(id);
             } catch {
               failed = true;
