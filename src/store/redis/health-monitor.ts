@@ -1,11 +1,11 @@
 import { Cluster } from 'ioredis';
 import { withDeadline } from '../../foundation/deadline.js';
 import { noFailedOperations, StoreUnavailableError, type StoreFailure, type StoreFailureReason } from '../store-types.js';
-import { storeLate, type OperationOutcomes } from './record-context.js';
+import type { OperationOutcomes } from './record-context.js';
 import type { StoreClient } from './redis-client.js';
-import { evictingPolicies, judgeServers, memoryUsedRatio, nameFailure, NOT_CONNECTED } from './server-state.js';
+import { evictingPolicies, judgeServers, memoryUsedRatio, nameFailure, NOT_CONNECTED, storeLate } from './server-state.js';
 import type { StoreEvents } from './store-events.js';
-import type { MasterWatch } from './topology.js';
+import type { MasterWatch } from './master-watch.js';
 
 /** Health checks while the store is up and nothing waits for repair; faster while down or repairing. */
 const MONITOR_INTERVAL_MS = 1000;
@@ -155,8 +155,11 @@ export class HealthMonitor implements OperationOutcomes {
       return;
     }
     // Reconnected: served again from now on, so said so now, not at the next scheduled check.
-    if (this.#topology.kind === 'standalone') client.on('ready', () => this.#connected());
-    else client.on('ready', () => this.#topology.sentinelConnected() && this.#connected());
+    client.on('ready', () => {
+      // Sentinel: the server reached is the master now (a connection without an address says nothing yet).
+      if (this.#topology.kind !== 'standalone' && !this.#topology.sentinelConnected()) return;
+      this.#connected();
+    });
   }
 
   /** A connection attempt failed, saying why: checked now (attempts come at most every 50 to 500 ms). */

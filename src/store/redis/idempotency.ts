@@ -1,9 +1,10 @@
 import { withDeadline } from '../../foundation/deadline.js';
 import type { IdempotencyStore, Reservation, StoredCard } from '../store-types.js';
-import { storeLate, ttlFor, type RecordContext } from './record-context.js';
+import { ttlFor, type RecordContext } from './record-context.js';
 import { REPAIR_HORIZON_MS, type RepairQueue } from './repair-queue.js';
 import type { ReplicaAcks } from './replica-acks.js';
 import { notStale, type ScriptedPipeline } from './scripts.js';
+import { storeLate } from './server-state.js';
 
 /**
  * Card-creation idempotency (D16, D17, D31): one hash `idem:{account:requestId}` holding a claim

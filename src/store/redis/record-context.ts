@@ -1,9 +1,7 @@
 import { withDeadline } from '../../foundation/deadline.js';
 import type { StoreUnavailableError } from '../store-types.js';
 import type { ScriptedClient } from './scripts.js';
-
-/** What the command deadline rejects with; named `timed_out` (server-state.ts). */
-export const storeLate = () => new Error('store command timed out');
+import { storeLate } from './server-state.js';
 
 /** Cleanup TTL: the record's own expiry plus a minute of slack. */
 export const ttlFor = (expiresAt: number, now: number): number => Math.max(1000, expiresAt - now + 60_000);

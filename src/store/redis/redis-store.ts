@@ -14,16 +14,17 @@ import {
 import { HealthMonitor } from './health-monitor.js';
 import { redisIdempotency } from './idempotency.js';
 import { redisLockouts } from './lockouts.js';
+import { MasterWatch, topologyOf, type RedisTopology } from './master-watch.js';
 import { redisNotBefore } from './not-before.js';
 import { redisRateLimiter } from './rate-limiter.js';
-import { recordContext, storeLate, type RecordContext } from './record-context.js';
+import { recordContext, type RecordContext } from './record-context.js';
 import type { StoreClient } from './redis-client.js';
 import { RepairQueue } from './repair-queue.js';
 import { ReplicaAcks } from './replica-acks.js';
 import { defineScripts, type ScriptedClient } from './scripts.js';
 import { redisSessions } from './sessions.js';
+import { storeLate } from './server-state.js';
 import { StoreEvents } from './store-events.js';
-import { MasterWatch, topologyOf, type RedisTopology } from './topology.js';
 
 export interface RedisStoreOptions {
   /** close() quits the client (default true). */
@@ -50,7 +51,9 @@ export interface RedisStoreOptions {
  * The shared store on Redis (D35: one server, Sentinel or Cluster): one module per record kind
  * (sessions, idempotency, lockouts, not-before, rate limiters) over the Lua scripts (scripts.ts),
  * a health monitor with the masters it follows, and the repair queue of writes whose outcome is
- * unknown. This class only puts them together.
+ * unknown. This class only puts them together. A new record kind is its port (store-types.ts),
+ * a module here built from the RecordContext (its scripts in scripts.ts), its twin in memory/,
+ * and its cases in the contract suite.
  */
 export class RedisStore implements GatewayStore {
   readonly sessions: SessionStore;

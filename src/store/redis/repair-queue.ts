@@ -1,5 +1,5 @@
 import { withDeadline } from '../../foundation/deadline.js';
-import { storeLate } from './record-context.js';
+import { storeLate } from './server-state.js';
 
 /** Unknown-outcome idempotency writes kept for repair at most (the oldest go first: their claims lapse anyway). */
 const MAX_REPAIRS = 10_000;

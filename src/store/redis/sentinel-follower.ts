@@ -2,7 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { Redis } from 'ioredis';
 import { withDeadline } from '../../foundation/deadline.js';
-import { storeLate } from './record-context.js';
+import { storeLate } from './server-state.js';
 
 /**
  * Sentinel: a master that is demoted while alive (SENTINEL FAILOVER, a partition) keeps
