@@ -20,6 +20,21 @@ export function redisIdempotency(context: RecordContext, repairs: RepairQueue, a
     repairs.add(`${key(name)}\u0000${owner}`, { settle, ...times });
 
   /**
+   * A write whose reply may never come: on failure the client gets its 503 and the write is sent
+   * again (`resend`) once the store answers, for as long as it matters (`validMs`, at most the
+   * repair horizon; on the process's own clock, as the record's expiry is on the injected one).
+   */
+  async function writeOrRepair(owner: string, name: string, write: () => Promise<unknown>, resend: () => Promise<unknown>, validMs: number): Promise<void> {
+    try {
+      await write();
+      context.succeeded(true);
+    } catch (error) {
+      repairOf(owner, name, resend, { notBefore: Date.now(), giveUpAt: Date.now() + Math.min(validMs, REPAIR_HORIZON_MS) });
+      throw context.failed(error);
+    }
+  }
+
+  /**
    * D35: the record, then WAIT on the same connection, so that it covers this write. In one
    * pipeline: on a Cluster a keyless WAIT sent alone goes to a random node, in a pipeline it
    * goes where the pipeline's keyed command goes. WAIT gives up after the command timeout; the
@@ -84,39 +99,19 @@ export function redisIdempotency(context: RecordContext, repairs: RepairQueue, a
       }),
     complete: async (name, { owner, record, expiresAt, now }) => {
       const args = [owner, JSON.stringify(record), String(expiresAt), String(ttlFor(expiresAt, now))];
-      try {
-        if (acks.wanted === 0) {
-          await withDeadline(redis.completeIdempotency(key(name), ...args), commandTimeoutMs, storeLate);
-        } else {
-          await completeAcknowledged(key(name), args);
-        }
-        context.succeeded(true);
-      } catch (error) {
-        // The card exists and its client gets it; the record may or may not be stored. Store
-        // it once the store answers, so that a retry is a replay and not a 409 or a second
-        // forward (the script never overwrites a record or another owner's live claim).
-        repairOf(owner, name, () => redis.completeIdempotency(key(name), ...args), {
-          notBefore: Date.now(),
-          // Repairs run on the process's own clock; the record's expiry is on the injected one.
-          giveUpAt: Date.now() + Math.min(expiresAt - now, REPAIR_HORIZON_MS),
-        });
-        throw context.failed(error);
-      }
+      const completion = () => redis.completeIdempotency(key(name), ...args);
+      // The card exists and its client gets it; the record may or may not be stored. Store
+      // it once the store answers, so that a retry is a replay and not a 409 or a second
+      // forward (the script never overwrites a record or another owner's live claim).
+      const write = () => (acks.wanted === 0 ? withDeadline(completion(), commandTimeoutMs, storeLate) : completeAcknowledged(key(name), args));
+      return writeOrRepair(owner, name, write, completion, expiresAt - now);
     },
     release: async (name, { owner, now, keepUntil }) => {
       const args = [owner, String(keepUntil), String(ttlFor(keepUntil, now))];
-      try {
-        await withDeadline(redis.releaseIdempotency(key(name), ...args), commandTimeoutMs, storeLate);
-        context.succeeded(true);
-      } catch (error) {
-        // Sent on a dead connection, a release is lost, and the claim would hold the key until
-        // its lease ends: the client's retry would wait or get 409. Release it once the store answers.
-        repairOf(owner, name, () => redis.releaseIdempotency(key(name), ...args), {
-          notBefore: Date.now(),
-          giveUpAt: Date.now() + Math.min(keepUntil - now, REPAIR_HORIZON_MS),
-        });
-        throw context.failed(error);
-      }
+      const release = () => redis.releaseIdempotency(key(name), ...args);
+      // Sent on a dead connection, a release is lost, and the claim would hold the key until
+      // its lease ends: the client's retry would wait or get 409. Release it once the store answers.
+      return writeOrRepair(owner, name, () => withDeadline(release(), commandTimeoutMs, storeLate), release, keepUntil - now);
     },
   };
 }
