@@ -49,6 +49,29 @@ const LAYERS = [
 ];
 
 /**
+ * No library type crosses the store port (issue 18): only src/store knows ioredis and
+ * rate-limiter-flexible. typescript-eslint's twin of no-restricted-imports, so that it adds to
+ * the layer rules above instead of replacing them (type imports are refused too).
+ */
+const STORE_LIBRARIES = {
+  files: ['src/**/*.ts'],
+  ignores: ['src/store/**'],
+  rules: {
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            regex: '^(ioredis|rate-limiter-flexible)(/.*)?$',
+            message: 'Only src/store knows ioredis and rate-limiter-flexible: the rest of the gateway speaks the store port (store-types.ts).',
+          },
+        ],
+      },
+    ],
+  },
+};
+
+/**
  * No import cycle in the gateway or the client (issue 18). `import-x/no-cycle` follows every
  * import that exists at run time; `import type` is erased by the compiler and the rule skips it
  * by design. The TypeScript resolver maps the NodeNext `.js` specifiers to their `.ts` sources,
@@ -89,6 +112,7 @@ export default tseslint.config(
     },
   },
   ...LAYERS,
+  STORE_LIBRARIES,
   NO_CYCLE,
   prettier,
 );

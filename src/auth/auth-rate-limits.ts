@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { RateLimiterRes } from 'rate-limiter-flexible';
 import type { Clock } from '../foundation/clock.js';
 import type { GatewayConfig } from '../config/config-types.js';
-import { StoreUnavailableError, type GatewayStore, type Limiter } from '../store/store-types.js';
+import type { GatewayStore, Limiter } from '../store/store-types.js';
 
 /** `login` counts per submitted username, `loginAddress` per client address, `refresh` per credential. */
 export type LimitedAction = 'login' | 'loginAddress' | 'refresh';
@@ -71,13 +70,8 @@ export class AuthRateLimits {
     const now = this.clock.now();
     const window = Math.floor(now / windowMs);
     const reset = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
-    let consumed: number;
-    try {
-      consumed = (await limiter.consume(`${subject}:${window}`)).consumedPoints;
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw new StoreUnavailableError(rejection);
-      consumed = rejection.consumedPoints;
-    }
-    return { policy, limit: points, window: windowSeconds, remaining: Math.max(0, points - consumed), reset, exceeded: consumed > points };
+    // A store failure rejects with StoreUnavailableError (the Limiter's contract) and passes through.
+    const { consumed, exceeded } = await limiter.consume(`${subject}:${window}`);
+    return { policy, limit: points, window: windowSeconds, remaining: Math.max(0, points - consumed), reset, exceeded };
   }
 }

@@ -1,4 +1,3 @@
-import type { RateLimiterRes } from 'rate-limiter-flexible';
 import type { CardStatus } from '../foundation/card-status.js';
 
 /**
@@ -170,13 +169,25 @@ export interface LockoutStore {
   reset(key: string): Promise<void>;
 }
 
+/** Where one fixed-window counter stands after counting a request. */
+export interface LimiterResult {
+  /** Points counted in the window, this request's included (past the limit too: every attempt counts). */
+  consumed: number;
+  /** Points left in the window; 0 once the limit is reached. */
+  remaining: number;
+  /** Milliseconds until the window's counter expires. */
+  resetMs: number;
+  /** This request is over the limit (`consumed` > points): refuse it. */
+  exceeded: boolean;
+}
+
 /**
- * One fixed-window counter (rate-limiter-flexible's contract): `consume` resolves with the
- * counter's state, rejects with a RateLimiterRes past the limit and with an Error when the
- * store fails (which callers must never turn into a 429, D23).
+ * One fixed-window counter. `consume` counts one point and resolves with where the counter
+ * stands, over the limit too (`exceeded`): being over the limit is an answer of the store. It
+ * rejects only when the store fails, with a StoreUnavailableError (D23: a 503, never a 429).
  */
 export interface Limiter {
-  consume(key: string): Promise<RateLimiterRes>;
+  consume(key: string): Promise<LimiterResult>;
 }
 
 export interface LimiterOptions {

@@ -71,7 +71,7 @@ export function createRedisClient(options: RedisClientOptions): Redis {
  *
  * Sentinel: the client asks the sentinels for the master and checks the server it reaches really
  * is one (`role`). A master that dies breaks the connection, and the reconnection asks the
- * sentinels again. A master demoted while alive is left by RedisStore's health monitor, which
+ * sentinels again. A master demoted while alive is left by the store's sentinel follower, which
  * asks a sentinel every second (a write refused with READONLY drops the connection too).
  * ioredis's `failoverDetector` is left off: the sentinels announce `+switch-master` only once
  * the other replicas are reconfigured, about a second after the new master already serves,

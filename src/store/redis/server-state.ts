@@ -105,6 +105,9 @@ export const NOT_CONNECTED = 'not connected; reconnecting';
 
 const TIMED_OUT = ['store command timed out', 'Command timed out', 'script arrived after its deadline'];
 
+/** What the gateway's own command deadline rejects with (deadline.ts): named `timed_out`. */
+export const storeLate = (): Error => new Error('store command timed out');
+
 /**
  * The reply or error that says what happened: the cause of a StoreUnavailableError, the first
  * refused command of a transaction (EXECABORT), the last node error of a Cluster redirection.

@@ -1,0 +1,184 @@
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import type { StoreClient } from './redis-client.js';
+
+/*
+ * Every multi-step change is one Lua script, so concurrent refreshes, logouts and card
+ * creations on different replicas serialise inside Redis. Instants are passed in from the
+ * gateway's clock and kept in the records; PEXPIRE only frees memory. The scripts check state
+ * before writing, so ioredis re-sending one after a reconnect changes nothing twice. All keys
+ * of one script share a hash tag ({family} or {account:requestId}).
+ *
+ * The scripts whose effect the client must know about (rotation, logout, idempotency claim)
+ * also carry a deadline: a command that reaches a paused or stopped Redis times out at the
+ * gateway (503), but would still run when Redis resumes, rotating or revoking behind the
+ * client's back. Past its deadline, by Redis's own clock, such a script does nothing.
+ *
+ * Every script is declared with a `#!lua` shebang and no flags (Redis 7): Redis then knows it
+ * before it runs as a script that may write and may not run out of memory, and refuses it with
+ * OOM before its first command when memory is over `maxmemory` (D54). Without the declaration
+ * Redis checks memory only at a script's first write, and only if that command is one that
+ * grows memory: a script that starts with DEL then writes past the limit.
+ * rate-limiter-flexible's own script (rlflxIncr) starts with SET, which Redis checks: refused
+ * just the same (test/store/out-of-memory.test.ts runs each under OOM).
+ */
+const SHEBANG = '#!lua';
+/** First lines of a guarded script: past its deadline (its last ARGV, epoch ms) by Redis's clock, it answers `stale`. */
+const STALE_GUARD = `
+local clock = redis.call('TIME')
+if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > tonumber(ARGV[#ARGV]) then return 'stale' end`;
+
+const SCRIPTS = {
+  // KEYS: family, presented token, new token. ARGV: credentialId, now, graceMs, newExpiresAt, ttlMs, fingerprint, notBefore, deadline
+  rotateRefresh: {
+    numberOfKeys: 3,
+    lua: `${STALE_GUARD}
+local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked', 'fp', 'login', 'end')
+local tok = redis.call('HMGET', KEYS[2], 'exp', 'rotatedAt')
+if not fam[1] or not tok[1] then return {'unknown'} end
+if fam[1] ~= ARGV[1] then return {'mismatch'} end
+if fam[2] == '1' then return {'revoked'} end
+-- the session ended with its credential's secret (D41): made under another fingerprint, or
+-- logged in before the credential's not-before instant. It stays dead whatever comes next.
+if fam[3] ~= ARGV[6] or tonumber(fam[4] or '0') < tonumber(ARGV[7]) then
+  redis.call('HSET', KEYS[1], 'revoked', '1')
+  return {'ended'}
+end
+local now = tonumber(ARGV[2])
+if tonumber(tok[1]) <= now or tonumber(fam[5] or '0') <= now then return {'expired'} end
+-- past the grace after its first rotation: reuse, the whole family dies (D5)
+if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then
+  redis.call('HSET', KEYS[1], 'revoked', '1')
+  return {'reuse'}
+end
+-- the grace runs from the first rotation only
+if not tok[2] then redis.call('HSET', KEYS[2], 'rotatedAt', ARGV[2]) end
+-- the new token lives its own lifetime, never past the session's absolute end (D41)
+local exp = ARGV[4]
+if tonumber(fam[5]) < tonumber(exp) then exp = fam[5] end
+redis.call('HSET', KEYS[3], 'exp', exp)
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
+-- the family outlives its newest token
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
+return {'rotated', exp}`,
+  },
+  // KEYS: family, presented token. ARGV: credentialId, now, graceMs, fingerprint, notBefore, deadline
+  revokeFamily: {
+    numberOfKeys: 2,
+    lua: `${STALE_GUARD}
+local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked', 'fp', 'login')
+local tok = redis.call('HMGET', KEYS[2], 'exp', 'rotatedAt')
+if not fam[1] or not tok[1] then return 'unknown' end
+if fam[1] ~= ARGV[1] then return 'mismatch' end
+if fam[2] == '1' then return 'already-revoked' end
+-- ended with its credential's secret (D41): revoked, and answered as such
+if fam[3] ~= ARGV[4] or tonumber(fam[4] or '0') < tonumber(ARGV[5]) then
+  redis.call('HSET', KEYS[1], 'revoked', '1')
+  return 'ended'
+end
+local now = tonumber(ARGV[2])
+if tonumber(tok[1]) <= now then return 'expired' end
+-- a token past its grace presented anywhere is reuse (D5): the family dies all the same
+redis.call('HSET', KEYS[1], 'revoked', '1')
+if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then return 'rotated-out' end
+return 'revoked'`,
+  },
+  // KEYS: record. ARGV: owner, now, leaseExpiresAt, ttlMs, fingerprint, requestedCardLimit, credentialId, deadline
+  reserveIdempotency: {
+    numberOfKeys: 1,
+    lua: `${STALE_GUARD}
+local r = redis.call('HMGET', KEYS[1], 'state', 'owner', 'leaseExp', 'exp', 'record', 'ofp', 'oreq', 'ocred', 'prev')
+local now = tonumber(ARGV[2])
+if r[1] == 'completed' and tonumber(r[4]) > now then return {'completed', r[5]} end
+if r[1] == 'pending' and tonumber(r[3]) > now then
+  -- our own claim seen again (a re-sent script): still ours
+  if r[2] == ARGV[1] then return {'reserved', r[9], r[6], r[7], r[8]} end
+  return {'pending', r[3]}
+end
+-- nothing live. A released attempt, or a lease whose gateway died, may have made the card at
+-- the connector: the new claim carries that first attempt forward (D31).
+local prev, ofp, oreq, ocred = '0', ARGV[5], ARGV[6], ARGV[7]
+if r[6] and ((r[1] == 'released' and tonumber(r[4]) > now) or r[1] == 'pending') then
+  prev, ofp, oreq, ocred = '1', r[6], r[7], r[8]
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'state', 'pending', 'owner', ARGV[1], 'leaseExp', ARGV[3], 'ofp', ofp, 'oreq', oreq, 'ocred', ocred, 'prev', prev)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {'reserved', prev, ofp, oreq, ocred}`,
+  },
+  // KEYS: record. ARGV: owner, record JSON, expiresAt, ttlMs
+  completeIdempotency: {
+    numberOfKeys: 1,
+    lua: `
+local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
+if r[1] == 'completed' then return 0 end
+if r[1] == 'pending' and r[2] ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'state', 'completed', 'exp', ARGV[3], 'record', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1`,
+  },
+  // KEYS: record. ARGV: owner, keepUntil, ttlMs
+  releaseIdempotency: {
+    numberOfKeys: 1,
+    lua: `
+local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
+if r[1] == 'pending' and r[2] == ARGV[1] then
+  -- the key is free; its first attempt is remembered for a retry (D31)
+  redis.call('HSET', KEYS[1], 'state', 'released', 'exp', ARGV[2])
+  redis.call('HDEL', KEYS[1], 'owner', 'leaseExp')
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+return 0`,
+  },
+  // KEYS: lockout record. ARGV: now, maxFailures, lockedUntil if this failure locks, ttlMs
+  recordLoginFailure: {
+    numberOfKeys: 1,
+    lua: `
+local lockedUntil = redis.call('HGET', KEYS[1], 'lockedUntil')
+if lockedUntil and tonumber(lockedUntil) > tonumber(ARGV[1]) then return '0' end
+local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if failures >= tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'failures', '0', 'lockedUntil', ARGV[3])
+  return ARGV[3]
+end
+return '0'`,
+  },
+  // KEYS: the not-before hash. ARGV: credentialId, at. Raises, never lowers (D41); answers the instant stored.
+  raiseNotBefore: {
+    numberOfKeys: 1,
+    lua: `
+local stored = redis.call('HGET', KEYS[1], ARGV[1])
+if stored and tonumber(stored) >= tonumber(ARGV[2]) then return stored end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return ARGV[2]`,
+  },
+} as const;
+
+type ScriptName = keyof typeof SCRIPTS;
+/** The client with every script of SCRIPTS as a command of its own name. */
+export type ScriptedClient = StoreClient & { [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
+export type ScriptedPipeline = ReturnType<StoreClient['pipeline']> & { completeIdempotency(...args: string[]): ScriptedPipeline };
+
+/**
+ * Defines every script on `client` (once per client: stores sharing one client share them), each
+ * behind the `#!lua` shebang, so that Redis checks memory before any of them runs (D54).
+ */
+export function defineScripts(client: StoreClient): ScriptedClient {
+  for (const [name, script] of Object.entries(SCRIPTS)) {
+    if (!(name in client)) client.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: `${SHEBANG}\n${script.lua.trimStart()}` });
+  }
+  // rate-limiter-flexible defines its script (rlflxIncr) on the client when a limiter is made.
+  // ioredis copies a client's scripts into an automatic pipeline when the pipeline is opened:
+  // a script defined while one is open (the health monitor's PING, another request) is missing
+  // from it, and its call fails and derails the whole pipeline. Define it now, before any command.
+  if (!('rlflxIncr' in client)) new RateLimiterRedis({ storeClient: client, points: 1, duration: 1 });
+  return client as ScriptedClient;
+}
+
+/** A guarded script that arrived after its deadline did nothing: for the caller, the store failed. */
+export function notStale<T>(answer: unknown): T {
+  if (answer === 'stale') throw new Error('script arrived after its deadline; nothing was changed');
+  return answer as T;
+}
