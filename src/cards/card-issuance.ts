@@ -3,7 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../foundation/clock.js';
 import type { GatewayConfig } from '../config/config-types.js';
-import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../connector/connector-client.js';
+import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../connector/connector-port.js';
 import { connectorIdempotencyKey } from '../connector/connector-contract.js';
 import { errors, GatewayError } from '../foundation/errors.js';
 import type { GatewayMetrics } from '../observability/metrics.js';

@@ -6,7 +6,7 @@ import { CardSealer } from '../../src/cards/card-sealing.js';
 import { CardService, NOT_CREATOR, type CardResult } from '../../src/cards/card-service.js';
 import { LiveSettings } from '../../src/config/live-settings.js';
 import type { GatewayConfig } from '../../src/config/load-config.js';
-import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../../src/connector/connector-client.js';
+import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../../src/connector/connector-port.js';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { GatewayError, type ErrorCode } from '../../src/foundation/errors.js';
 import { MemoryAuditSink } from '../../src/observability/audit.js';
