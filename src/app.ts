@@ -98,7 +98,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   const store = instrumentStore(deps.store, metrics);
   const connector = deps.connector ?? createConnectorClient(config.connector);
   metrics.observeConnectorPool(() => connector.poolLoad());
-  const outcomes = new OutcomeRecorder(metrics, audit);
+  const outcomes = new OutcomeRecorder(metrics, audit, logger);
   const live = new LiveSettings(config);
   const tokens = await TokenService.create(config.tokens, clock);
   // D41: read before the first request; a store that does not answer yet is retried in the background.

@@ -74,7 +74,7 @@ beforeEach(() => {
   const clock = new ManualClock();
   const store = new MemoryStore(() => clock.now());
   const metrics = new GatewayMetrics({ defaultMetrics: false });
-  const outcomes = new OutcomeRecorder(metrics, new MemoryAuditSink(clock));
+  const outcomes = new OutcomeRecorder(metrics, new MemoryAuditSink(clock), new LogCapture().logger);
   const record = vi.spyOn(outcomes, 'record');
   const connector = new RecordingConnector();
   const sealer = new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
