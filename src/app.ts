@@ -8,9 +8,9 @@ import { PasswordHashGate } from './auth/password-hash-gate.js';
 import { SessionService } from './auth/session-service.js';
 import { TokenService } from './auth/token-service.js';
 import { buildInfo as processBuildInfo } from './build-info.js';
-import { CardIssuance } from './cards/card-issuance.js';
+import type { CardPorts } from './cards/card-ports.js';
 import { CardSealer } from './cards/card-sealing.js';
-import { CardService } from './cards/card-service.js';
+import { cardCreation } from './cards/create-card.js';
 import { LiveSettings } from './config/live-settings.js';
 import type { GatewayConfig } from './config/config-types.js';
 import { createConnectorClient } from './connector/connector-client.js';
@@ -117,9 +117,17 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     hashGate: new PasswordHashGate(config.passwordHashing.maxConcurrent, config.passwordHashing.maxConcurrentPerAddress),
     dummyHash: await createDummyHash(),
   });
-  const sealer = new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
-  const issuance = new CardIssuance({ store, clock, metrics, connector, sealer, settings: config, logger });
-  const cards = new CardService({ issuance, live, sealer, outcomes });
+  // The card use cases, each built once on the same ports.
+  const cards: CardPorts = {
+    store,
+    clock,
+    connector,
+    outcomes,
+    sealer: new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys),
+    live,
+    settings: config,
+  };
+  const createCard = cardCreation(cards);
   const limits = new AuthRateLimits(store, config.rateLimits, clock);
 
   // HTTP.
@@ -181,7 +189,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     scope.addHook('onRequest', permissionHook({ outcomes }));
     registerRefreshRoute(scope, sessions);
     registerLogoutRoute(scope, sessions);
-    registerCardRoute(scope, cards, config.cards);
+    registerCardRoute(scope, createCard, config.cards);
     deps.extend?.protected?.(scope);
   });
 
