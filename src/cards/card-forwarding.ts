@@ -1,5 +1,6 @@
 import { ConnectorError, type ConnectorCardRequest, type ConnectorReply } from '../connector/connector-port.js';
 import { UNKNOWN_CREATOR, type ClaimAttempt } from '../store/store-types.js';
+import type { Outcomes } from '../observability/outcomes.js';
 import type { CardPorts } from './card-ports.js';
 import { maskCard } from './card-presentation.js';
 import type { CardRequest } from './card-schemas.js';
@@ -15,11 +16,27 @@ export interface CreationRequest extends ClaimRequest {
   readonly effectiveLimit: number;
 }
 
+/** Counts a connector call that answered: once per call, with its duration (from `performance.now()` at `started`). */
+export function connectorAnswered(outcomes: Outcomes, started: number): void {
+  outcomes.connectorCalled('ok', (performance.now() - started) / 1000);
+}
+
+/**
+ * Counts a connector call that failed, once per call (an outage must not become a log line per
+ * request; each request it fails is audited by its use case), and returns the failure as the
+ * port's ConnectorError: the port rejects with nothing else, anything else is kind `error`.
+ */
+export function connectorFailed(outcomes: Outcomes, error: unknown, started: number): ConnectorError {
+  const failure = error instanceof ConnectorError ? error : new ConnectorError('error', { cause: error });
+  outcomes.connectorCalled(failure.kind, (performance.now() - started) / 1000);
+  return failure;
+}
+
 /**
  * Forwards a card creation whose key this process holds, through the connector port, and makes
- * the record the gateway keeps of the answer: masked, its secrets sealed (D18). The call is
- * timed and recorded once, whatever it came to (`Outcomes.connectorCalled`); a failure rejects
- * with the port's ConnectorError, which the idempotency answers by freeing the key.
+ * the record the gateway keeps of the answer: masked, its secrets sealed (D18). A failure
+ * rejects with the port's ConnectorError, which the idempotency answers by freeing the key and
+ * the use case maps once (card-errors.ts).
  */
 export async function forwardCreation(
   ports: Pick<CardPorts, 'connector' | 'outcomes' | 'sealer'>,
@@ -42,14 +59,9 @@ export async function forwardCreation(
   try {
     reply = await connector.createCard(payload, { idempotencyKey: recordKey, correlationId: context.correlationId });
   } catch (error) {
-    // The port rejects with ConnectorError only; anything else is a failure of kind `error`.
-    const failure = error instanceof ConnectorError ? error : new ConnectorError('error', { cause: error });
-    // Counted here, once per call, and audited per request by the use case (card.failed): a
-    // connector outage must not become a log line per request.
-    outcomes.connectorCalled(failure.kind, (performance.now() - started) / 1000);
-    throw failure;
+    throw connectorFailed(outcomes, error, started);
   }
-  outcomes.connectorCalled('ok', (performance.now() - started) / 1000);
+  connectorAnswered(outcomes, started);
 
   const { card } = reply;
   // The connector's replay is the card of the first attempt (D31). When the gateway no longer
