@@ -8,12 +8,13 @@ import { PasswordHashGate } from './auth/password-hash-gate.js';
 import { SessionService } from './auth/session-service.js';
 import { TokenService } from './auth/token-service.js';
 import { buildInfo as processBuildInfo } from './build-info.js';
-import { CardIssuance } from './cards/card-issuance.js';
+import type { CardPorts } from './cards/card-ports.js';
 import { CardSealer } from './cards/card-sealing.js';
-import { CardService } from './cards/card-service.js';
+import { cardCreation } from './cards/create-card.js';
 import { LiveSettings } from './config/live-settings.js';
 import type { GatewayConfig } from './config/config-types.js';
-import { createConnectorClient, type ConnectorClient } from './connector/connector-client.js';
+import { createConnectorClient } from './connector/connector-client.js';
+import type { ConnectorClient } from './connector/connector-port.js';
 import { createBearerGuard } from './edge/bearer-guard.js';
 import { installEdgeGuards } from './edge/edge-guards.js';
 import { installErrorHandler } from './edge/error-handler.js';
@@ -97,7 +98,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   const store = instrumentStore(deps.store, metrics);
   const connector = deps.connector ?? createConnectorClient(config.connector);
   metrics.observeConnectorPool(() => connector.poolLoad());
-  const outcomes = new OutcomeRecorder(metrics, audit);
+  const outcomes = new OutcomeRecorder(metrics, audit, logger);
   const live = new LiveSettings(config);
   const tokens = await TokenService.create(config.tokens, clock);
   // D41: read before the first request; a store that does not answer yet is retried in the background.
@@ -116,9 +117,17 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     hashGate: new PasswordHashGate(config.passwordHashing.maxConcurrent, config.passwordHashing.maxConcurrentPerAddress),
     dummyHash: await createDummyHash(),
   });
-  const sealer = new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
-  const issuance = new CardIssuance({ store, clock, metrics, connector, sealer, settings: config, logger });
-  const cards = new CardService({ issuance, live, sealer, outcomes });
+  // The card use cases, each built once on the same ports.
+  const cards: CardPorts = {
+    store,
+    clock,
+    connector,
+    outcomes,
+    sealer: new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys),
+    live,
+    settings: config,
+  };
+  const createCard = cardCreation(cards);
   const limits = new AuthRateLimits(store, config.rateLimits, clock);
 
   // HTTP.
@@ -180,7 +189,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     scope.addHook('onRequest', permissionHook({ outcomes }));
     registerRefreshRoute(scope, sessions);
     registerLogoutRoute(scope, sessions);
-    registerCardRoute(scope, cards, config.cards);
+    registerCardRoute(scope, createCard, config.cards);
     deps.extend?.protected?.(scope);
   });
 

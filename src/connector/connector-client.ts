@@ -2,39 +2,8 @@ import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import { deadlineSignal } from '../foundation/deadline.js';
 import type { GatewayConfig } from '../config/config-types.js';
-import { CONNECTOR_HEADERS, CONNECTOR_PATHS, parseConnectorCard, type ConnectorCard, type ConnectorCardRequest } from './connector-contract.js';
-
-export type { ConnectorCardRequest } from './connector-contract.js';
-
-/** How a forward failed; D19 maps `timeout` to 504 and every other kind to 502. */
-export type ConnectorFailureKind = 'refused' | 'reset' | 'timeout' | 'status' | 'invalid_answer' | 'error';
-
-export class ConnectorError extends Error {
-  constructor(
-    readonly kind: ConnectorFailureKind,
-    options: { cause?: unknown; status?: number } = {},
-  ) {
-    super(`connector ${kind}${options.status ? ` ${options.status}` : ''}`, { cause: options.cause });
-    this.name = 'ConnectorError';
-  }
-}
-
-/** A card the connector answered with: created now (201), or its own replay of the key (200). */
-export interface ConnectorReply {
-  card: ConnectorCard;
-  replayed: boolean;
-}
-
-/** The port the card service forwards through; built once per gateway. */
-export interface ConnectorClient {
-  /** Sends one card creation; rejects with ConnectorError. Never retried (a POST). */
-  createCard(payload: ConnectorCardRequest, meta: { idempotencyKey: string; correlationId: string }): Promise<ConnectorReply>;
-  /** Resolves while `GET /health` answers 200 within a second and the pool can take work. */
-  health(): Promise<void>;
-  /** Requests in progress and requests waiting for a connection. */
-  poolLoad(): { inFlight: number; queued: number };
-  close(): Promise<void>;
-}
+import { CONNECTOR_HEADERS, CONNECTOR_PATHS, parseConnectorCard } from './connector-contract.js';
+import { ConnectorError, type ConnectorClient } from './connector-port.js';
 
 type ConnectorSettings = GatewayConfig['connector'];
 
@@ -80,8 +49,8 @@ function readCapped(body: Readable, limit: number): Promise<string> {
 }
 
 /**
- * The connector client on an undici pool (a forward whose answer must be checked,
- * stored and masked is an HTTP client call, not a proxy). Every request has one total deadline,
+ * The connector port (connector-port.ts) on an undici pool, the one module that knows undici (a
+ * forward whose answer must be checked, stored and masked is an HTTP client call, not a proxy). Every request has one total deadline,
  * `connector.timeoutMs`, covering connect, headers and the whole body: when it passes the
  * request is aborted, which destroys its socket, so a connector that answers a byte at a time
  * cannot keep the pool's connections after the gateway gave up (they would otherwise turn every

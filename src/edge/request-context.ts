@@ -16,7 +16,8 @@ export interface Principal {
  * audit trail cannot be written, such a route answers 503).
  */
 export interface RoutePolicy {
-  permission?: Permission | ((request: FastifyRequest) => readonly Permission[]);
+  /** The permissions the request needs, in order, each with the message its refusal answers. */
+  permission?: (request: FastifyRequest) => readonly { readonly permission: Permission; readonly refusal: string }[];
   limits?: readonly LimitedAction[];
   audited?: boolean;
 }

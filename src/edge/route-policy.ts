@@ -29,17 +29,13 @@ export function permissionHook(deps: { outcomes: Outcomes }) {
     const declared = request.routeOptions.config.policy?.permission;
     const credential = request.principal?.credential;
     if (declared === undefined || credential === undefined) return done();
-    for (const permission of typeof declared === 'function' ? declared(request) : [declared]) {
-      if (!credential.permissions.has(permission)) {
+    for (const needed of declared(request)) {
+      if (!credential.permissions.has(needed.permission)) {
         deps.outcomes.record(
           { name: 'access.denied', credential: credential.id, reason: 'permission_denied' },
           { correlationId: request.id, clientAddress: request.clientAddress },
         );
-        return done(
-          errors.permissionDenied(
-            permission === 'cards:reveal' ? 'Permission cards:reveal is required for revealDetails=true' : `Permission ${permission} is required`,
-          ),
-        );
+        return done(errors.permissionDenied(needed.refusal));
       }
     }
     done();

@@ -32,6 +32,8 @@ const KNOWN = {
 } as const;
 
 export type StoreOperation = (typeof KNOWN.storeOperations)[number];
+/** What a connector call came to: `ok`, or the connector port's failure kind (the label of the connector metrics). */
+export type ConnectorCallResult = (typeof KNOWN.connectorOutcomes)[number];
 
 /**
  * Every metric of one gateway instance, on its own registry so that several instances in one

@@ -1,6 +1,7 @@
+import type { Logger } from 'pino';
 import type { ErrorCode } from '../foundation/error-catalogue.js';
 import type { AuditSink, DenialReason } from './audit.js';
-import type { GatewayMetrics } from './metrics.js';
+import type { ConnectorCallResult, GatewayMetrics } from './metrics.js';
 
 /** Who a request came from, as every audit line and most outcomes carry it. */
 export interface RequestContext {
@@ -57,6 +58,10 @@ export type Outcome =
   | ({ name: 'card.revealed' } & CardIds)
   | { name: 'card.failed'; credential: string; requestId: string; reason: string }
   | { name: 'card.in_progress' }
+  | { name: 'card.duplicate_joined' }
+  | { name: 'card.duplicate_left' }
+  | { name: 'card.duplicate_refused' }
+  | { name: 'card.record_deferred'; cardId: string; reason: string }
   | { name: 'config.reloaded' }
   | { name: 'config.reload_failed' }
   | { name: 'credential.sessions_ended'; credential: string; cause: SessionsEndedCause };
@@ -66,12 +71,31 @@ const TOKEN_REFUSALS: ReadonlySet<EdgeRefusal> = new Set(['token_missing', 'toke
 /** What the services and guards depend on: one call per outcome (a test can pass a recorder of its own). */
 export interface Outcomes {
   record(outcome: Outcome, context: RequestContext): void;
+  /**
+   * One call to the connector, whatever it came to: `ok` or the port's failure kind, and how
+   * long it took. Per call, not per request (the duplicates waiting on one forward share it),
+   * so it carries no request context.
+   */
+  connectorCalled(result: ConnectorCallResult, seconds: number): void;
+}
+
+/**
+ * The connector metrics' label objects, one pair per result, made once: the call every card
+ * makes allocates none (prom-client only reads them).
+ */
+const CONNECTOR_LABELS = new Map<ConnectorCallResult, { duration: { outcome: ConnectorCallResult }; error: { kind: ConnectorCallResult } }>();
+function connectorLabels(result: ConnectorCallResult): { duration: { outcome: ConnectorCallResult }; error: { kind: ConnectorCallResult } } {
+  let labels = CONNECTOR_LABELS.get(result);
+  if (labels === undefined) CONNECTOR_LABELS.set(result, (labels = { duration: { outcome: result }, error: { kind: result } }));
+  return labels;
 }
 
 export class OutcomeRecorder implements Outcomes {
   constructor(
     private readonly metrics: GatewayMetrics,
     private readonly audit: AuditSink,
+    /** For the outcomes an operator must read about, not count: a card whose record waits for the store. */
+    private readonly logger: Logger,
   ) {}
 
   record(outcome: Outcome, context: RequestContext): void {
@@ -196,6 +220,23 @@ export class OutcomeRecorder implements Outcomes {
       case 'card.in_progress':
         metrics.idempotencyConflicts.inc();
         return;
+      case 'card.duplicate_joined':
+        metrics.idempotencyWaiters.inc();
+        return;
+      case 'card.duplicate_left':
+        metrics.idempotencyWaiters.dec();
+        return;
+      case 'card.duplicate_refused':
+        metrics.idempotencyWaitersRefused.inc();
+        return;
+      case 'card.record_deferred':
+        // The card exists and went to the client; a retry before the record is written reaches
+        // the connector under the same Idempotency-Key and gets this card back (D31).
+        this.logger.warn(
+          { reason: outcome.reason, cardId: outcome.cardId, correlationId: context.correlationId },
+          'card created; its idempotency record is written when the store answers again',
+        );
+        return;
       case 'config.reloaded':
         metrics.configReloads.inc({ outcome: 'success' });
         audit.record({ ...base, event: 'config.reloaded', outcome: 'success' });
@@ -208,5 +249,11 @@ export class OutcomeRecorder implements Outcomes {
         audit.record({ ...base, event: 'credential.sessions_ended', outcome: 'success', credential: outcome.credential, reason: outcome.cause });
         return;
     }
+  }
+
+  connectorCalled(result: ConnectorCallResult, seconds: number): void {
+    const labels = connectorLabels(result);
+    this.metrics.connectorDuration.observe(labels.duration, seconds);
+    if (result !== 'ok') this.metrics.connectorErrors.inc(labels.error);
   }
 }

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CardIssuance } from '../../src/cards/card-issuance.js';
+import { NOT_CREATOR } from '../../src/cards/card-access.js';
 import type { CardRequest } from '../../src/cards/card-schemas.js';
 import { CardSealer } from '../../src/cards/card-sealing.js';
-import { CardService, NOT_CREATOR, type CardResult } from '../../src/cards/card-service.js';
+import { cardCreation, type CardResult, type CreateCard } from '../../src/cards/create-card.js';
 import { LiveSettings } from '../../src/config/live-settings.js';
 import type { GatewayConfig } from '../../src/config/load-config.js';
-import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../../src/connector/connector-client.js';
+import { ConnectorError, type ConnectorCardRequest, type ConnectorClient, type ConnectorReply } from '../../src/connector/connector-port.js';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { GatewayError, type ErrorCode } from '../../src/foundation/errors.js';
 import { MemoryAuditSink } from '../../src/observability/audit.js';
@@ -62,7 +62,7 @@ beforeAll(async () => {
 });
 
 interface Harness {
-  cards: CardService;
+  createCard: CreateCard;
   connector: RecordingConnector;
   store: MemoryStore;
   outcomes: () => Outcome[];
@@ -74,13 +74,12 @@ beforeEach(() => {
   const clock = new ManualClock();
   const store = new MemoryStore(() => clock.now());
   const metrics = new GatewayMetrics({ defaultMetrics: false });
-  const outcomes = new OutcomeRecorder(metrics, new MemoryAuditSink(clock));
+  const outcomes = new OutcomeRecorder(metrics, new MemoryAuditSink(clock), new LogCapture().logger);
   const record = vi.spyOn(outcomes, 'record');
   const connector = new RecordingConnector();
   const sealer = new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
-  const issuance = new CardIssuance({ store, clock, metrics, connector, sealer, settings: config, logger: new LogCapture().logger });
   harness = {
-    cards: new CardService({ issuance, live: new LiveSettings(config), sealer, outcomes }),
+    createCard: cardCreation({ store, clock, connector, outcomes, sealer, live: new LiveSettings(config), settings: config }),
     connector,
     store,
     outcomes: () => record.mock.calls.map(([outcome]) => outcome),
@@ -96,7 +95,7 @@ const body = (overrides: Partial<CardRequest> = {}): CardRequest => ({ requestId
 function create(request: CardRequest, options: { credential?: string; reveal?: boolean } = {}): Promise<CardResult> {
   // The bearer guard resolves the credential before the route calls the service; here the config does.
   const credential = config.credentials.byId(options.credential ?? 'cred-full')!;
-  return harness.cards.create({ ...context, credential, body: request, reveal: options.reveal ?? false });
+  return harness.createCard({ ...context, credential, body: request, reveal: options.reveal ?? false });
 }
 
 /** Refusals are catalogue errors, the only kind the edge renders with their code. */

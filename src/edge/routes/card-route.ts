@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import type { CardService } from '../../cards/card-service.js';
+import { cardPermissions, REVEAL_NEED } from '../../cards/card-access.js';
 import { CARD_EXAMPLES, CardQuerySchema, CardRequestSchema, CardResponseSchema, type CardQuery, type CardRequest } from '../../cards/card-schemas.js';
+import type { CreateCard } from '../../cards/create-card.js';
 import { errors } from '../../foundation/errors.js';
 import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 
@@ -9,14 +10,14 @@ import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPOR
  * `revealDetails=true`, are checked before the body is read, so a refused reveal never creates
  * a card (D13).
  */
-export function registerCardRoute(scope: FastifyInstance, cards: CardService, settings: { bodyLimitBytes: number }): void {
+export function registerCardRoute(scope: FastifyInstance, createCard: CreateCard, settings: { bodyLimitBytes: number }): void {
   scope.post<{ Body: CardRequest; Querystring: CardQuery }>(
     '/api/v1/issuing/cards',
     {
       bodyLimit: settings.bodyLimitBytes,
       config: {
         policy: {
-          permission: (request) => ((request.query as CardQuery).revealDetails === 'true' ? ['cards:create', 'cards:reveal'] : ['cards:create']),
+          permission: (request) => cardPermissions('create', (request.query as CardQuery).revealDetails === 'true'),
           audited: true,
         },
       },
@@ -50,12 +51,12 @@ export function registerCardRoute(scope: FastifyInstance, cards: CardService, se
             'audit_unavailable',
             'connector_timeout',
           ],
-          errorExamples: { permission_denied: errors.permissionDenied('Permission cards:reveal is required for revealDetails=true') },
+          errorExamples: { permission_denied: errors.permissionDenied(REVEAL_NEED.refusal) },
         }),
       },
     },
     async (request, reply) => {
-      const result = await cards.create({
+      const result = await createCard({
         credential: request.principal!.credential,
         body: request.body,
         reveal: request.query.revealDetails === 'true',

@@ -1,0 +1,22 @@
+import type { GatewayConfig } from '../config/config-types.js';
+import type { LiveSettings } from '../config/live-settings.js';
+import type { ConnectorClient } from '../connector/connector-port.js';
+import type { Clock } from '../foundation/clock.js';
+import type { Outcomes } from '../observability/outcomes.js';
+import type { GatewayStore } from '../store/store-types.js';
+import type { CardSealer } from './card-sealing.js';
+
+/**
+ * What every card use case is built on, built once by the app factory: the shared store, the
+ * connector port, the outcome recorder (every metric, audit line and card log line), the
+ * card-record sealer, the reloadable settings and the fixed ones.
+ */
+export interface CardPorts {
+  readonly store: GatewayStore;
+  readonly clock: Clock;
+  readonly connector: ConnectorClient;
+  readonly outcomes: Outcomes;
+  readonly sealer: CardSealer;
+  readonly live: LiveSettings;
+  readonly settings: { readonly connector: GatewayConfig['connector']; readonly cards: GatewayConfig['cards'] };
+}
