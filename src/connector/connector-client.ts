@@ -113,6 +113,16 @@ export function createConnectorClient(settings: ConnectorSettings): ConnectorCli
       if (!card) throw new ConnectorError('invalid_answer', { status });
       return { card, replayed };
     },
+    // The lifecycle calls (D43-D45) land with issue 19; until then they fail as an unusable connector would.
+    async getCard() {
+      throw new ConnectorError('error', { cause: new Error('lifecycle calls not implemented') });
+    },
+    async listCards() {
+      throw new ConnectorError('error', { cause: new Error('lifecycle calls not implemented') });
+    },
+    async setCardStatus() {
+      throw new ConnectorError('error', { cause: new Error('lifecycle calls not implemented') });
+    },
     async health() {
       const stats = pool.stats;
       // Every connection busy and requests queued: new cards would only wait (readiness says so).

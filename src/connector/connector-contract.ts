@@ -1,13 +1,21 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
-import { CardStatusSchema } from '../foundation/card-status.js';
+import { CardStatusSchema, type CardStatus } from '../foundation/card-status.js';
 
 /**
  * The processor-connector contract (docs/connector-contract.md), written once: the gateway's
  * client and the sandbox connector both build on these schemas, so the two sides cannot drift.
  */
 
-export const CONNECTOR_PATHS = { createCard: '/v1/cards', health: '/health' } as const;
+export const CONNECTOR_PATHS = {
+  createCard: '/v1/cards',
+  listCards: '/v1/cards',
+  /** `GET /v1/cards/{cardId}?issuingAccount=` (D43). */
+  card: (cardId: string): string => `/v1/cards/${encodeURIComponent(cardId)}`,
+  /** `POST /v1/cards/{cardId}/status` (D45). */
+  cardStatus: (cardId: string): string => `/v1/cards/${encodeURIComponent(cardId)}/status`,
+  health: '/health',
+} as const;
 
 /** Request headers of the contract (lower-case, as Node reads them). Nothing else is sent. */
 export const CONNECTOR_HEADERS = {
@@ -74,4 +82,42 @@ export function parseConnectorCard(text: string, expected: { cardLimit: number; 
   if (!isConnectorCard(data)) return undefined;
   if (expected && (data.cardLimit !== expected.cardLimit || data.currency !== expected.currency)) return undefined;
   return data;
+}
+
+/**
+ * The card record of the lifecycle calls (D43-D45): the creation answer's members plus the
+ * account, the creating requestId, the requested limit and the metadata. PAN and CVC in full.
+ */
+export const ConnectorCardRecordSchema = Type.Intersect([
+  ConnectorCardSchema,
+  Type.Object({
+    issuingAccount: Type.String({ minLength: 1, maxLength: 128 }),
+    requestId: Type.String({ minLength: 1, maxLength: 64 }),
+    requestedCardLimit: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+  }),
+]);
+export type ConnectorCardRecord = Static<typeof ConnectorCardRecordSchema>;
+
+/** `GET /v1/cards` answer: newest first; the cursor is the connector's own, opaque to the gateway. */
+export interface ConnectorCardPage {
+  data: ConnectorCardRecord[];
+  nextCursor: string | null;
+}
+
+/** Query of `GET /v1/cards`; `createdAfter`/`createdBefore` are ISO 8601 UTC instants. */
+export interface ConnectorListQuery {
+  issuingAccount: string;
+  limit: number;
+  cursor?: string;
+  status?: CardStatus;
+  createdAfter?: string;
+  createdBefore?: string;
+}
+
+/** Body of `POST /v1/cards/{cardId}/status`. */
+export interface ConnectorStatusChange {
+  issuingAccount: string;
+  status: CardStatus;
+  reason?: string;
 }

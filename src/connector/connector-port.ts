@@ -1,6 +1,20 @@
-import type { ConnectorCard, ConnectorCardRequest } from './connector-contract.js';
+import type {
+  ConnectorCard,
+  ConnectorCardPage,
+  ConnectorCardRecord,
+  ConnectorCardRequest,
+  ConnectorListQuery,
+  ConnectorStatusChange,
+} from './connector-contract.js';
 
-export type { ConnectorCard, ConnectorCardRequest } from './connector-contract.js';
+export type {
+  ConnectorCard,
+  ConnectorCardPage,
+  ConnectorCardRecord,
+  ConnectorCardRequest,
+  ConnectorListQuery,
+  ConnectorStatusChange,
+} from './connector-contract.js';
 
 /** How a call to the connector failed; D19 answers `timeout` with 504 and every other kind with 502. */
 export type ConnectorFailureKind = 'refused' | 'reset' | 'timeout' | 'status' | 'invalid_answer' | 'error';
@@ -22,6 +36,14 @@ export interface ConnectorReply {
   replayed: boolean;
 }
 
+/** The outcome of a status change (D45): the connector's 404 and 409 are answers, not failures. */
+export type ConnectorStatusResult = { outcome: 'updated'; card: ConnectorCardRecord } | { outcome: 'not_found' } | { outcome: 'card_canceled' };
+
+/** Per-call context of the lifecycle calls: no Idempotency-Key, they are safe to repeat. */
+export interface ConnectorCallMeta {
+  correlationId: string;
+}
+
 /**
  * The port the card use cases call the processor through, built once per gateway (the undici
  * adapter, connector-client.ts, in production; tests may implement it). Every call rejects
@@ -30,6 +52,16 @@ export interface ConnectorReply {
 export interface ConnectorClient {
   /** Sends one card creation. Never retried (a POST): the retry is the client's, under the same key. */
   createCard(payload: ConnectorCardRequest, meta: { idempotencyKey: string; correlationId: string }): Promise<ConnectorReply>;
+  /**
+   * `GET /v1/cards/{cardId}?issuingAccount=` (D43): the record, or null on the connector's 404.
+   * The answer's shape is checked here; whether it names the caller's account is the use
+   * case's check (cards/), so that a mismatch is logged and counted in one place.
+   */
+  getCard(issuingAccount: string, cardId: string, meta: ConnectorCallMeta): Promise<ConnectorCardRecord | null>;
+  /** `GET /v1/cards?...` (D44): one page, every record's shape checked; never a partial list. */
+  listCards(query: ConnectorListQuery, meta: ConnectorCallMeta): Promise<ConnectorCardPage>;
+  /** `POST /v1/cards/{cardId}/status` (D45). */
+  setCardStatus(cardId: string, change: ConnectorStatusChange, meta: ConnectorCallMeta): Promise<ConnectorStatusResult>;
   /** Resolves while `GET /health` answers 200 within a second and the pool can take work. */
   health(): Promise<void>;
   /** Requests in progress and requests waiting for a connection. */

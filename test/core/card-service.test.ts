@@ -48,6 +48,15 @@ class RecordingConnector implements ConnectorClient {
     this.forwards.push({ payload, idempotencyKey: meta.idempotencyKey });
     return this.answer(payload);
   }
+  async getCard(): Promise<null> {
+    return null;
+  }
+  async listCards(): Promise<{ data: []; nextCursor: null }> {
+    return { data: [], nextCursor: null };
+  }
+  async setCardStatus(): Promise<{ outcome: 'not_found' }> {
+    return { outcome: 'not_found' };
+  }
   async health(): Promise<void> {}
   poolLoad() {
     return { inFlight: 0, queued: 0 };
