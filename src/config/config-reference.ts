@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
 import { ConfigFileSchema } from './config-schema.js';
 import { CredentialsFileSchema } from './credentials-file.js';
@@ -148,11 +149,14 @@ What production refuses, which settings a reload applies and which need a restar
 each entry of the list \`a.b\`, and \`a.<name>\` each member of the map \`a\`.
 `;
 
+/** A link from a page of docs/ to a file named from the repository's root. */
+const fromDocs = (path: string): string => posix.relative('docs', path);
+
 const CREDENTIALS = `## The credentials file
 
 Named by \`credentialsFile\`, edited by operators, reloaded without a restart
 ([example](../config/credentials.example.yaml); onboarding and deactivating: the
-[credentials runbook](runbooks/credentials.md)).
+[credentials runbook](${fromDocs('docs/runbooks/credentials.md')})).
 `;
 
 export function renderConfigReference(): string {
