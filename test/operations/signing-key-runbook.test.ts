@@ -63,6 +63,21 @@ interface Replica {
   store: RedisStore;
 }
 
+/** The runbook's text, whose shell checks the test runs as written. */
+const RUNBOOK = readFileSync(new URL('../../docs/runbooks/rotate-signing-key.md', import.meta.url), 'utf8');
+
+/** The one line of a shell block of the runbook that contains `marker`, with its expected output (the `# ` line after it). */
+function runbookCommand(marker: string): { command: string; expected: string } {
+  const lines = RUNBOOK.split('\n').map((line) => line.trim());
+  const index = lines.findIndex((line) => line.includes(marker) && !line.startsWith('#'));
+  expect(index, `the runbook has a command with ${marker}`).toBeGreaterThanOrEqual(0);
+  // A command continued on the next line (`| node -p ...`) is joined.
+  const first = lines[index] ?? '';
+  const command = lines[index + 1]?.startsWith('|') ? `${first.replace(/\\$/, '')} ${lines[index + 1]}` : first;
+  const expected = lines.slice(index + 1).find((line) => line.startsWith('# '));
+  return { command, expected: expected?.slice(2) ?? '' };
+}
+
 const kidOf = (token: string): string | undefined => decodeProtectedHeader(token).kid;
 const codeOf = (answer: HttpAnswer): string => `${answer.status} ${(JSON.parse(answer.body) as { code?: string }).code ?? ''}`.trim();
 
@@ -201,6 +216,34 @@ class Deployment {
     }
   }
 
+  /** Runbook, phase 1 "Verify": the JWKS loop, run as written against one replica (GATEWAY and $TLS filled in). */
+  async jwksLoop(name: ReplicaName): Promise<string> {
+    const { command, expected } = runbookCommand('https://GATEWAY/.well-known/jwks.json');
+    const caFile = join(this.dir, 'ca.pem');
+    writeFileSync(caFile, this.ca);
+    // Three rounds rather than the runbook's 20 (each starts node once): one replica answers them all here.
+    expect(command).toContain('$(seq 1 20)');
+    const filled = command.replace('GATEWAY', new URL(this.url(name)).host).replace('$(seq 1 20)', '$(seq 1 3)');
+    const ran = await runToExit('bash', ['-c', filled], { env: { TLS: `--cacert ${caFile}` } });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(expected).toBe(`20 ${OLD} ${NEW}`);
+    return ran.stdout.trim().replace(/\s+/g, ' ');
+  }
+
+  /** Runbook, phase 2 "Verify": the kid of an access token, with the runbook's command. */
+  static async kidByRunbook(accessToken: string): Promise<string> {
+    const { command } = runbookCommand('cut -d. -f1');
+    const ran = await runToExit('bash', ['-c', command], { env: { ACCESS_TOKEN: accessToken } });
+    expect(ran.code, ran.stderr).toBe(0);
+    return ran.stdout.trim();
+  }
+
+  async counter(name: ReplicaName, metric: string, labels: Record<string, string>): Promise<number> {
+    const replica = this.replicas.get(name);
+    if (!replica) throw new Error(`replica ${name} is not running`);
+    return metricSum(await scrape(replica.running.adminUrl), metric, labels) ?? 0;
+  }
+
   async tokenFailures(name: ReplicaName, reason: string): Promise<number> {
     const replica = this.replicas.get(name);
     if (!replica) throw new Error(`replica ${name} is not running`);
@@ -290,6 +333,8 @@ describe('the signing-key runbook, performed on two replicas sharing Redis', () 
       }
       await env.acceptedEverywhere(early.accessToken);
       expect(await verifiesOffline(early.idToken, await env.jwks('b'), env.clock)).toBe(true);
+      // The runbook's own check, as written (fewer rounds): every answer lists both kids.
+      for (const name of ['a', 'b'] as const) expect(await env.jwksLoop(name)).toBe(`3 ${OLD} ${NEW}`);
     });
 
     it('2. switch: new tokens carry the new kid, tokens of either key verify on both replicas during and after the rollout', async () => {
@@ -310,7 +355,7 @@ describe('the signing-key runbook, performed on two replicas sharing Redis', () 
       for (const name of ['a', 'b'] as const) {
         expect(await env.kids(name)).toEqual([NEW, OLD].sort());
         const fresh = await env.login(name);
-        expect(kidOf(fresh.accessToken)).toBe(NEW);
+        expect(await Deployment.kidByRunbook(fresh.accessToken)).toBe(NEW);
         expect(await verifiesOffline(fresh.idToken, await env.jwks(name), env.clock)).toBe(true);
         expect(await env.tokenFailures(name, 'token_invalid')).toBe(0);
       }
@@ -364,6 +409,7 @@ describe('the signing-key runbook, performed on two replicas sharing Redis', () 
       });
       for (const name of ['a', 'b'] as const) expect(await env.kids(name)).toEqual([NEW]);
       // Both sessions from before the switch, refreshed as clients do, refresh on both replicas and work.
+      const refreshesBefore = await Promise.all((['a', 'b'] as const).map((name) => env.counter(name, 'gateway_refreshes_total', { outcome: 'succeeded' })));
       for (const session of [early, last]) {
         let current = session;
         for (const name of ['a', 'b'] as const) {
@@ -372,6 +418,9 @@ describe('the signing-key runbook, performed on two replicas sharing Redis', () 
         }
         await env.acceptedEverywhere(current.accessToken);
       }
+      // "gateway_refreshes_total{outcome="succeeded"} keeps rising on every replica".
+      for (const [index, name] of (['a', 'b'] as const).entries())
+        expect(await env.counter(name, 'gateway_refreshes_total', { outcome: 'succeeded' })).toBe((refreshesBefore[index] ?? 0) + 2);
       // "gateway_token_failures_total{reason="token_invalid"} stays flat" (counted from the restart: 0).
       for (const name of ['a', 'b'] as const) expect(await env.tokenFailures(name, 'token_invalid')).toBe(0);
       // A rise means old-key tokens are still presented (a client that kept an expired token, a clock far
@@ -380,6 +429,52 @@ describe('the signing-key runbook, performed on two replicas sharing Redis', () 
         expect(codeOf(await env.card(name, stale))).toBe('401 token_invalid');
         expect(await env.tokenFailures(name, 'token_invalid')).toBe(1);
       }
+    });
+  });
+
+  describe('the roll-backs of each phase', () => {
+    let env: Deployment;
+    let early: Session;
+
+    beforeAll(async () => {
+      ({ env } = await deployment());
+      early = await env.login('a');
+      await env.makeKeyPair(NEW);
+    }, 60_000);
+
+    it('phase 1: the new entry removed again, the JWKS back to the old kid, nothing breaks', async () => {
+      await env.rollingRestart(await env.config(OLD, [NEW]));
+      await env.rollingRestart(await env.config(OLD, []));
+      for (const name of ['a', 'b'] as const) expect(await env.kids(name)).toEqual([OLD]);
+      await env.acceptedEverywhere(early.accessToken);
+      early = await env.refreshed('b', early);
+    });
+
+    it('phase 2: signing back to the old key with the new one listed; tokens the new key signed meanwhile keep working', async () => {
+      await env.rollingRestart(await env.config(OLD, [NEW]));
+      await env.rollingRestart(await env.config(NEW, [OLD]));
+      const meanwhile = await env.login('a');
+      expect(kidOf(meanwhile.accessToken)).toBe(NEW);
+      await env.rollingRestart(await env.config(OLD, [NEW]));
+      for (const name of ['a', 'b'] as const) {
+        expect(await env.kids(name)).toEqual([NEW, OLD].sort());
+        expect(kidOf((await env.login(name)).accessToken)).toBe(OLD);
+      }
+      await env.acceptedEverywhere(meanwhile.accessToken);
+      expect(kidOf((await env.refreshed('b', meanwhile)).accessToken)).toBe(OLD);
+    });
+
+    it('phase 3: retired too early, a token inside its hour is refused; listing the old key again brings its session back', async () => {
+      const inside = await env.login('b');
+      expect(kidOf(inside.accessToken)).toBe(OLD);
+      await env.rollingRestart(await env.config(NEW, [OLD]));
+      env.clock.advance(10 * MINUTE);
+      await env.rollingRestart(await env.config(NEW, []));
+      for (const name of ['a', 'b'] as const) expect(codeOf(await env.refresh(name, inside.accessToken, inside.refreshToken))).toBe('401 token_invalid');
+      await env.rollingRestart(await env.config(NEW, [OLD]));
+      for (const name of ['a', 'b'] as const) expect(await env.kids(name)).toEqual([NEW, OLD].sort());
+      await env.acceptedEverywhere(inside.accessToken);
+      expect(kidOf((await env.refreshed('a', inside)).accessToken)).toBe(NEW);
     });
   });
 
@@ -435,8 +530,10 @@ describe('the signing-key runbook, performed on two replicas sharing Redis', () 
         expect(codeOf(await env.card(name, idle.accessToken))).toBe('401 token_invalid');
         expect(codeOf(await env.refresh(name, idle.accessToken, idle.refreshToken))).toBe('401 token_invalid');
       }
+      const loginsBefore = await env.counter('b', 'gateway_logins_total', { outcome: 'succeeded' });
       const again = await env.login('b');
       expect(kidOf(again.accessToken)).toBe(NEW);
+      expect(await env.counter('b', 'gateway_logins_total', { outcome: 'succeeded' })).toBe(loginsBefore + 1);
       await env.acceptedEverywhere(again.accessToken);
       await env.acceptedEverywhere((await env.refreshed('a', again)).accessToken);
       for (const name of ['a', 'b'] as const) expect(await env.tokenFailures(name, 'token_invalid')).toBeGreaterThanOrEqual(2);
