@@ -72,6 +72,8 @@ export function describeContractError(errors: readonly ErrorObject[] | null | un
   const first = errors?.[0];
   if (!first) return 'body does not match the connector contract';
   const field = first.instancePath.replace(/^\//, '').replaceAll('/', '.') || 'body';
+  const extra = (first.params as { additionalProperty?: unknown }).additionalProperty;
+  if (first.keyword === 'additionalProperties' && typeof extra === 'string') return `${field} must not have the member ${extra}`;
   return `${field} ${first.message ?? 'is invalid'}`;
 }
 
