@@ -86,7 +86,9 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     expect((await readIdempotency(admin, `${PREFIX}idem:{${name}}`)).fields['owner']).toBe('gw-lost');
     expect(store.describe().pendingRepairs).toBe(1);
 
-    await expect.poll(() => readIdempotency(admin, `${PREFIX}idem:{${name}}`).then((stored) => stored.state), { timeout: 5_000, interval: 50 }).toBe('released');
+    await expect
+      .poll(() => readIdempotency(admin, `${PREFIX}idem:{${name}}`).then((stored) => stored.state), { timeout: 5_000, interval: 50 })
+      .toBe('released');
     const freedAfter = performance.now() - started;
     expect(freedAfter).toBeLessThan(4_000);
     expect(store.describe().pendingRepairs).toBe(0);

@@ -92,7 +92,10 @@ describe('RedisStore: what it writes (D18)', () => {
     // completed: a replay, to peek and to a claim
     await client.hset(key('acct-1:done'), 'state', 'completed', 'exp', String(T0 + DAY), 'record', JSON.stringify(record));
     expect(await store.idempotency.peek('acct-1:done', T0)).toEqual({ state: 'completed', record });
-    expect(await store.idempotency.reserve('acct-1:done', { owner: 'gw-2', now: T0, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({ state: 'completed', record });
+    expect(await store.idempotency.reserve('acct-1:done', { owner: 'gw-2', now: T0, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
+      state: 'completed',
+      record,
+    });
     // pending of an old replica: its owner completes it; a stranger's completion is ignored
     const claim = ['state', 'pending', 'owner', 'gw-old', 'leaseExp', String(T0 + 10_000), 'ofp', 'fp-old', 'oreq', '100', 'ocred', 'cred-old', 'prev', '0'];
     await client.hset(key('acct-1:open'), ...claim);

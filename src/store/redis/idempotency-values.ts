@@ -57,7 +57,8 @@ export function legacyReservation(fields: (string | null)[], now: number): Reser
   const [state, leaseExp, exp, record, ofp, oreq, ocred] = fields;
   if (state === 'completed' && Number(exp) > now && record) return { state: 'completed', record: JSON.parse(record) as StoredCard };
   if (state === 'pending' && Number(leaseExp) > now) return { state: 'pending', leaseExpiresAt: Number(leaseExp) };
-  const previous = state === 'released' && Number(exp) > now && ofp ? { fingerprint: ofp, requestedCardLimit: Number(oreq), credentialId: ocred ?? '' } : undefined;
+  const previous =
+    state === 'released' && Number(exp) > now && ofp ? { fingerprint: ofp, requestedCardLimit: Number(oreq), credentialId: ocred ?? '' } : undefined;
   return { state: 'reserved', previous };
 }
 
