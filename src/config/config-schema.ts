@@ -22,7 +22,7 @@ const CardRecordKey = Type.Object(
 /** A Redis node or sentinel as `host:port` (IPv6 in brackets). */
 const RedisNode = Type.String({ pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]/]+):[0-9]{1,5}$', description: 'host:port' });
 const Listener = Type.Object({ host: Type.String({ minLength: 1 }), port: Port }, { additionalProperties: false });
-const PositiveInt = (options: { maximum?: number; default?: number } = {}) => Type.Integer({ minimum: 1, ...options });
+const PositiveInt = (options: { maximum?: number; default?: number; description?: string } = {}) => Type.Integer({ minimum: 1, ...options });
 const Millis = (minimum: number, maximum: number, value: number, description: string) => Type.Integer({ minimum, maximum, default: value, description });
 const Window = (points: number, windowSeconds: number) =>
   Type.Object(
@@ -112,6 +112,34 @@ export const ConfigFileSchema = Type.Object(
         }),
       },
       { additionalProperties: false },
+    ),
+    // D53: what one client address may take of one replica; decided in memory, before routing.
+    limits: Type.Object(
+      {
+        perAddress: Type.Object(
+          {
+            requestsPerSecond: PositiveInt({
+              maximum: 1_000_000,
+              default: 200,
+              description:
+                'Requests one client address (after trusted-proxy resolution; IPv6 per /64) may send to one replica per second, across all routes. Past it: 429 rate_limited before routing, body reading, store or token work. Counted per replica, not shared.',
+            }),
+            inFlight: PositiveInt({
+              maximum: 1_000_000,
+              default: 64,
+              description: 'Requests of one client address one replica serves at once; past it: 429 rate_limited, as for requestsPerSecond.',
+            }),
+            connectionsPerSecond: PositiveInt({
+              maximum: 1_000_000,
+              default: 50,
+              description:
+                'New connections one peer address may open to one replica per second; past it the socket is closed at accept, before the TLS handshake. Trusted proxies are exempt (their clients are known only from headers).',
+            }),
+          },
+          { additionalProperties: false, default: {}, description: 'Per-address budgets of one replica (D53).' },
+        ),
+      },
+      { additionalProperties: false, default: {} },
     ),
     rateLimits: Type.Object(
       {
