@@ -28,7 +28,7 @@ let ca: string;
 const pool = new SocketPool();
 const agents: Agent[] = [];
 let invocations = 0;
-let held: (() => void)[] = [];
+const held: (() => void)[] = [];
 
 beforeAll(async () => {
   ca = await testCertificatePem();
