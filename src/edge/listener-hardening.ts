@@ -173,7 +173,10 @@ function harden<T extends HttpServer | HttpsServer>(server: T, deps: HardeningDe
   server.requestTimeout = limits.requestTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   // Raw TCP, on the TLS listener before the handshake starts: admitted or refused at once.
-  server.on('connection', (socket: Socket) => budget.admit(socket));
+  // Prepended, so that it runs before Node's TLS listener wraps the socket: destroying a socket
+  // that TLS already reads from can crash the process (SIGSEGV in SSL_read, seen on Node 20
+  // when a refused client's ClientHello arrives in the same turn).
+  server.prependListener('connection', (socket: Socket) => budget.admit(socket));
   if (ownClientErrors) server.on('clientError', createClientErrorHandler(deps));
   return server;
 }
