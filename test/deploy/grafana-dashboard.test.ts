@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readDashboard } from './dashboard.js';
-import { arr, catalogueName, metricNames, num, obj, str, type JsonObject } from './support.js';
+import { arr, catalogueName, metricNames, num, obj, type JsonObject } from './support.js';
 
 /**
  * deploy/grafana/card-gateway.json: valid JSON, queries over catalogue metrics only (that each

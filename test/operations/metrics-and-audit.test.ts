@@ -286,6 +286,8 @@ describe('the strict text-format reader and the name lint refuse what Prometheus
     expect(lint('# TYPE a gauge\na 1\n')).toEqual(['a: no help text']);
     expect(lint('# HELP aB A.\n# TYPE aB gauge\naB 1\n')).toEqual(["aB: metric names should be written in 'snake_case' not 'camelCase'"]);
     expect(lint('# HELP a:b A.\n# TYPE a:b gauge\na:b 1\n')).toEqual(["a:b: metric names should not contain ':'"]);
-    expect(lint('# HELP a_milliseconds A.\n# TYPE a_milliseconds gauge\na_milliseconds 1\n')).toEqual(['a_milliseconds: use base unit instead of "milliseconds"']);
+    expect(lint('# HELP a_milliseconds A.\n# TYPE a_milliseconds gauge\na_milliseconds 1\n')).toEqual([
+      'a_milliseconds: use base unit instead of "milliseconds"',
+    ]);
   });
 });

@@ -4,11 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { createRedisClient } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
-import { postLogin, postLogout, postRefresh, waitFor } from '../support/auth-requests.js';
+import { postLogin, postLogout, postRefresh } from '../support/auth-requests.js';
 import { createCard, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
 import { DEFAULT_CREDENTIALS, PASSWORD, testConfig } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * What each request type costs the store (README "Running at scale"): Redis commands per
@@ -83,14 +84,11 @@ describe('store commands per request type (INFO commandstats)', () => {
     admin.on('error', () => undefined);
     const client = createRedisClient({ url: redis.url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
     store = new RedisStore(client, uniquePrefix('command-counts'));
-    await waitFor(
-      () =>
-        store.ping().then(
-          () => true,
-          () => false,
-        ),
-      5_000,
-      'the store to answer',
+    await waitFor('the store to answer', () =>
+      store.ping().then(
+        () => true,
+        () => false,
+      ),
     );
     // Real limits are raised only so that the measured loops are never refused.
     fixture = await startCardFixture({
