@@ -369,15 +369,17 @@ export async function exitWithin(
   return result;
 }
 
+class ExitedEarly extends Error {}
+
 /** Polls the admin /healthz until it answers 200 (the process is up); fails at once if it exited. */
 export async function waitUntilHealthy(adminUrl: string, processUnderTest: RunningProcess): Promise<void> {
   await waitFor(
     () => `the admin listener to answer /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`,
     async () => {
-      if (processUnderTest.hasExited()) throw new Error(`the gateway exited before it answered /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`);
+      if (processUnderTest.hasExited()) throw new ExitedEarly(`the gateway exited before it answered /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`);
       return (await adminGet(adminUrl, '/healthz', 5000)).status === 200;
     },
-    { intervalMs: 100 },
+    { intervalMs: 100, stopOn: (error) => error instanceof ExitedEarly },
   );
 }
 
