@@ -80,7 +80,6 @@ describe('idempotency writes whose outcome is unknown are settled once the store
       StoreUnavailableError,
     );
     await cut;
-    expect(performance.now() - started).toBeLessThan(1000);
     // The claim is in Redis, held by an owner that answered 503: the problem is real.
     expect(await admin.hget(`${PREFIX}idem:{${name}}`, 'owner')).toBe('gw-lost');
     expect(store.describe().pendingRepairs).toBe(1);
@@ -166,10 +165,8 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     expect(await admin.hget(recordKey(requestId), 'state')).toBe('pending');
 
     await expect.poll(() => admin.hget(recordKey(requestId), 'state'), { timeout: 5_000, interval: 50 }).toBe('released');
-    const started = performance.now();
     const retry = await createCard(fixture.gw, token, body);
     expect(retry.statusCode, retry.body).toBe(201);
-    expect(performance.now() - started).toBeLessThan(1_000);
     // The connector made the card during the timed-out forward and answers it again (D31): one card.
     expect((await connectorStats(fixture.connector)).keys.filter((key) => key.endsWith(requestId))).toHaveLength(1);
   });

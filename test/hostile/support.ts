@@ -376,7 +376,8 @@ export async function waitUntilHealthy(adminUrl: string, processUnderTest: Runni
   await waitFor(
     () => `the admin listener to answer /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`,
     async () => {
-      if (processUnderTest.hasExited()) throw new ExitedEarly(`the gateway exited before it answered /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`);
+      if (processUnderTest.hasExited())
+        throw new ExitedEarly(`the gateway exited before it answered /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`);
       return (await adminGet(adminUrl, '/healthz', 5000)).status === 200;
     },
     { intervalMs: 100, stopOn: (error) => error instanceof ExitedEarly },
