@@ -14,7 +14,6 @@ import {
   metricValue,
   postRefresh,
   refreshOk,
-  waitFor,
   whoamiRoute,
   type RefreshAnswer,
 } from '../support/auth-requests.js';
@@ -32,6 +31,7 @@ import {
   type TestCredential,
   type TestGateway,
 } from '../support/gateway-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D41 on one gateway (memory store, inject): the session's absolute end with the default
@@ -160,7 +160,7 @@ describe('session end and age (D41)', () => {
     expect(refused.json()).toMatchObject({ code: 'store_unavailable', retryAfter: 1 });
     delete store.faults.sessions;
     // The gateway retries by itself (about once a second); only a hang fails this.
-    await waitFor(async () => (await getWhoami(gw, token)).statusCode === 200, 10_000, 'the not-before instants to be read');
+    await waitFor('the not-before instants to be read', async () => (await getWhoami(gw, token)).statusCode === 200);
     await inner.close();
   });
 });

@@ -3,7 +3,7 @@ import { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { createRedisClient } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
-import { waitFor } from '../support/auth-requests.js';
+
 import {
   connectorStats,
   createCard,
@@ -15,6 +15,7 @@ import {
   type CardFixture,
 } from '../support/card-fixture.js';
 import { createTestRedisStore, requireRedisUrl, type TestRedisStore } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D17 across replicas: two gateway instances on one Redis (same prefix) and one connector.
@@ -82,7 +83,7 @@ describe('concurrent duplicates across two replicas on one Redis (D17)', () => {
     const body = validCardBody();
 
     const firstPromise = createCard(a.gw, tokenA, body);
-    await waitFor(async () => (await connectorStats(connector)).requestsReceived === 1, 2000, 'the first forward to reach the connector');
+    await waitFor('the first forward to reach the connector', async () => (await connectorStats(connector)).requestsReceived === 1);
     const waiting = await createCard(b.gw, tokenB, body);
     const conflict = expectError(waiting, 409, 'A request with this requestId is still being processed');
     // The claim's lease is A's timeout + 5 s, and the shared manual clock has not moved.
@@ -108,7 +109,7 @@ describe('concurrent duplicates across two replicas on one Redis (D17)', () => {
     const body = validCardBody();
 
     const firstPromise = createCard(a.gw, tokenA, body);
-    await waitFor(async () => (await connectorStats(connector)).requestsReceived === 1, 2000, 'the first forward to reach the connector');
+    await waitFor('the first forward to reach the connector', async () => (await connectorStats(connector)).requestsReceived === 1);
     const waitingPromise = createCard(b.gw, tokenB, body);
     const [first, waiting] = await Promise.all([firstPromise, waitingPromise]);
 

@@ -41,14 +41,11 @@ describe('card creation with the store down (D23)', () => {
     const unavailableBefore = await metricValue(fixture.gw, 'gateway_store_unavailable_total');
 
     for (const query of [undefined, 'revealDetails=true']) {
-      const started = performance.now();
       const response = await createCard(fixture.gw, token, validCardBody(), query);
-      const elapsed = performance.now() - started;
       const body = expectError(response, 503, 'Service temporarily unavailable');
       expect(body.retryAfter).toBe(1);
       expect(response.headers['retry-after']).toBe('1');
       expect(body.details).toEqual({});
-      expect(elapsed).toBeLessThan(1500);
     }
     expect(await metricValue(fixture.gw, 'gateway_store_unavailable_total')).toBe(unavailableBefore + 2);
     const stats = await connectorStats(fixture.connector);

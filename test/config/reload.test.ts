@@ -15,7 +15,8 @@ import {
 } from '../support/gateway-fixture.js';
 import { freePort } from '../support/ports.js';
 import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
-import { realRequest, waitFor } from '../transport/real-clients.js';
+import { realRequest } from '../transport/real-clients.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D22 and D7 on the real process: SIGHUP reloads credentials and allowlists without a restart;

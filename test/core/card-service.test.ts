@@ -13,7 +13,7 @@ import { MemoryAuditSink } from '../../src/observability/audit.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { OutcomeRecorder, type Outcome } from '../../src/observability/outcomes.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { LogCapture, testConfig } from '../support/gateway-fixture.js';
+import { LogCapture, testConfig } from '../support/config-fixture.js';
 
 /**
  * The card use case (idempotent issue, reveal, opening sealed secrets) on its real

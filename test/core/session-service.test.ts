@@ -1,6 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import ts from 'typescript';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PasswordHashGate } from '../../src/auth/password-hash-gate.js';
 import { SessionService, type SessionTokens } from '../../src/auth/session-service.js';
@@ -15,7 +12,7 @@ import { MemoryAuditSink } from '../../src/observability/audit.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { OutcomeRecorder, type Outcome } from '../../src/observability/outcomes.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { LogCapture, PASSWORD, testConfig } from '../support/gateway-fixture.js';
+import { LogCapture, PASSWORD, testConfig } from '../support/config-fixture.js';
 
 /**
  * The session use cases (login, refresh, logout) on their real collaborators, wired as
@@ -24,7 +21,6 @@ import { LogCapture, PASSWORD, testConfig } from '../support/gateway-fixture.js'
 
 const SECOND = 1000;
 const DAY = 86_400 * SECOND;
-const REPO = join(import.meta.dirname, '..', '..');
 const context = { correlationId: 'corr-session-test', clientAddress: '127.0.0.1' };
 
 let config: GatewayConfig;
@@ -242,34 +238,4 @@ describe('logout', () => {
 
     await refresh(other.refreshToken);
   });
-});
-
-/**
- * Every module a file reaches through its imports (static, dynamic and type-only alike), and
- * the packages among them. The lint rule sees one file's own imports; this sees what a use case
- * drags in through its collaborators.
- */
-function reachablePackages(entry: string): Set<string> {
-  const seen = new Set<string>();
-  const packages = new Set<string>();
-  const visit = (file: string): void => {
-    if (seen.has(file)) return;
-    seen.add(file);
-    for (const { fileName } of ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles) {
-      if (fileName.startsWith('.')) visit(resolve(dirname(file), fileName.replace(/\.js$/, '.ts')));
-      else packages.add(fileName);
-    }
-  };
-  visit(join(REPO, entry));
-  return packages;
-}
-
-describe('the core loads without Fastify', () => {
-  for (const entry of ['src/auth/session-service.ts', 'src/cards/create-card.ts']) {
-    it(`${entry} reaches no fastify or @fastify/* module, directly or through its collaborators`, () => {
-      const packages = [...reachablePackages(entry)];
-      expect(packages.length).toBeGreaterThan(0);
-      expect(packages.filter((name) => name === 'fastify' || name.startsWith('fastify/') || name.startsWith('@fastify/'))).toEqual([]);
-    });
-  }
 });

@@ -1,9 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 
-/** Shared by the deploy/ tests: the repository root, YAML reading, promtool, the metric catalogue. */
+/** Shared by the deploy/ tests: the repository root, YAML reading, the metric catalogue. */
 export const REPO = join(import.meta.dirname, '..', '..');
 
 export function repoPath(...parts: string[]): string {
@@ -54,27 +53,6 @@ export function readYamlDocuments(...parts: string[]): Json[] {
     if (document.errors.length > 0) throw new Error(`${parts.join('/')} document ${index}: ${document.errors.map((e) => e.message).join('; ')}`);
     return document.toJS() as Json;
   });
-}
-
-export interface CommandResult {
-  status: number | null;
-  output: string;
-}
-
-/**
- * Runs promtool. A missing promtool fails the test with how to install it: CI installs it in
- * .ci/run, and a test that skipped would let broken alert rules through.
- */
-export function promtool(args: string[], cwd: string): CommandResult {
-  const result = spawnSync('promtool', args, { cwd, encoding: 'utf8', timeout: 60_000 });
-  if (result.error) {
-    const code = (result.error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') {
-      throw new Error('promtool is not installed: `apt-get install -y --no-install-recommends prometheus` (Debian) provides it; .ci/run installs it in CI');
-    }
-    throw result.error;
-  }
-  return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
 /**

@@ -38,7 +38,6 @@ describe('requests on a busy keep-alive socket while the gateway drains', () => 
     socket.write('GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n');
     await slowStarted;
 
-    const closeStarted = performance.now();
     const closing = running.close();
     await new Promise((resolve) => setTimeout(resolve, 50));
     // The socket is busy, so close() did not reap it; this request arrives during the drain.
@@ -54,6 +53,5 @@ describe('requests on a busy keep-alive socket while the gateway drains', () => 
     expect(answers).toHaveLength(1);
     expect(answers[0]).toMatch(/^HTTP\/1\.1 200/);
     expect(answers[0]?.toLowerCase()).toContain('connection: close');
-    expect(performance.now() - closeStarted).toBeLessThan(5000);
   });
 });

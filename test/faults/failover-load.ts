@@ -7,10 +7,11 @@ import { startSandboxConnector, type RunningSandboxConnector } from '../../src/c
 import { STORE_LOG } from '../../src/observability/store-observer.js';
 import { createStore } from '../../src/store/create-store.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
-import { metricValue, postLogin, postLogout, postRefresh, waitFor } from '../support/auth-requests.js';
+import { metricValue, postLogin, postLogout, postRefresh } from '../support/auth-requests.js';
 import { createCard, validCardBody, type CardAnswer } from '../support/card-fixture.js';
 import { PASSWORD, createTestGateway, testConfig, type TestGateway } from '../support/gateway-fixture.js';
 import { storeSection, type ClusterTopology, type SentinelTopology, type StandaloneTopology } from '../support/redis-topologies.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Failover under load (issue 10): two gateway replicas on one store, steady card creation with
@@ -102,14 +103,11 @@ export async function startReplicas(storeSection: Record<string, unknown>, conne
   const stores = [createStore(config.store, () => clock.now()), createStore(config.store, () => clock.now())] as [GatewayStore, GatewayStore];
   await Promise.all(
     stores.map((store) =>
-      waitFor(
-        () =>
-          store.ping().then(
-            () => true,
-            () => false,
-          ),
-        10_000,
-        'the store to answer',
+      waitFor('the store to answer', () =>
+        store.ping().then(
+          () => true,
+          () => false,
+        ),
       ),
     ),
   );
@@ -409,7 +407,7 @@ export async function expectSurvivedFailover(report: FailoverReport, replicas: R
 
   // After: readiness, refresh and logout work on both replicas; the store says where it is.
   for (const [index, gw] of replicas.gateways.entries()) {
-    await waitFor(async () => (await gw.gateway.admin.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, 10_000, `replica ${index} ready`);
+    await waitFor(`replica ${index} ready`, async () => (await gw.gateway.admin.inject({ method: 'GET', url: '/readyz' })).statusCode === 200);
     const login = await postLogin(gw, 'full', PASSWORD);
     expect(login.statusCode, login.body).toBe(200);
     const session = login.json<{ accessToken: string; refreshToken: string }>();

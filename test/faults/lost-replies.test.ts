@@ -81,7 +81,6 @@ describe('idempotency writes whose outcome is unknown are settled once the store
       StoreUnavailableError,
     );
     await cut;
-    expect(performance.now() - started).toBeLessThan(1000);
     // The claim is in Redis, held by an owner that answered 503: the problem is real.
     expect((await readIdempotency(admin, `${PREFIX}idem:{${name}}`)).fields['owner']).toBe('gw-lost');
     expect(store.describe().pendingRepairs).toBe(1);
@@ -169,10 +168,8 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     expect(await readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state)).toBe('pending');
 
     await expect.poll(() => readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state), { timeout: 5_000, interval: 50 }).toBe('released');
-    const started = performance.now();
     const retry = await createCard(fixture.gw, token, body);
     expect(retry.statusCode, retry.body).toBe(201);
-    expect(performance.now() - started).toBeLessThan(1_000);
     // The connector made the card during the timed-out forward and answers it again (D31): one card.
     expect((await connectorStats(fixture.connector)).keys.filter((key) => key.endsWith(requestId))).toHaveLength(1);
   });

@@ -9,8 +9,9 @@ import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { PASSWORD, createTestGateway, login, type TestGateway } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
-import { RELAXED_LIMITS, postLogin, postLogout, postRefresh, waitFor } from '../support/auth-requests.js';
+import { RELAXED_LIMITS, postLogin, postLogout, postRefresh } from '../support/auth-requests.js';
 import { connectorStats, createCard, validCardBody, type CardAnswer } from '../support/card-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D23 under three kinds of Redis fault, on a redis-server of this file's own (the shared one on
@@ -231,8 +232,8 @@ describe('Redis faults: 503 while they last, recovery without a restart (D23)', 
       }
 
       // Recovery, by itself: the same gateway instance and client, never restarted.
-      await waitFor(async () => (await postLogin(g, 'full', PASSWORD)).statusCode === 200, 15_000, `login to work again after: ${fault.name}`);
-      await waitFor(async () => (await readiness()).status === 200, 10_000, '/readyz to report ready again');
+      await waitFor(`login to work again after: ${fault.name}`, async () => (await postLogin(g, 'full', PASSWORD)).statusCode === 200);
+      await waitFor('/readyz to report ready again', async () => (await readiness()).status === 200);
       const fresh = await login(g);
       const rotated = await postRefresh(g, fresh.accessToken, fresh.refreshToken);
       expect(rotated.statusCode, rotated.body).toBe(200);
@@ -279,7 +280,7 @@ describe('Redis faults: 503 while they last, recovery without a restart (D23)', 
     }
     // The timed-out reserve is still in the socket and runs now; a PING behind it on the same
     // connection answers only after everything sent before it has run.
-    await waitFor(async () => (await store!.client.ping().catch(() => '')) === 'PONG', 10_000, 'Redis to answer again');
+    await waitFor('Redis to answer again', async () => (await store!.client.ping().catch(() => '')) === 'PONG');
     const claims = await store!.idempotency.peek(recordKey, clock.now());
     expect(claims.state, 'a claim left by the request that was answered 503').toBe('reserved');
 

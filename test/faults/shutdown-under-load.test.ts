@@ -5,7 +5,8 @@ import { PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig } from '..
 import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { freePort } from '../support/ports.js';
 import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
-import { realRequest, waitFor, type RealResponse } from '../transport/real-clients.js';
+import { realRequest, type RealResponse } from '../transport/real-clients.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D22 under load: the real compiled process, 50 card creations in flight on 50 separate TLS
@@ -65,11 +66,8 @@ describe('SIGTERM while 50 card creations are in flight', () => {
     );
 
     // All 50 are inside the gateway (each has reached the connector), none answered yet.
-    await waitFor(
-      'all 50 forwards to reach the connector',
-      async () => ((await connectorStats(connector!)).requestsReceived - before.requestsReceived >= IN_FLIGHT ? true : undefined),
-      20_000,
-      10,
+    await waitFor('all 50 forwards to reach the connector', async () =>
+      (await connectorStats(connector!)).requestsReceived - before.requestsReceived >= IN_FLIGHT ? true : undefined,
     );
     const inFlightAtSignal = IN_FLIGHT - answered;
     const logged = gateway.lines.length;

@@ -5,12 +5,13 @@ import { STORE_LOG } from '../../src/observability/store-observer.js';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import type { StoreFailureReason } from '../../src/store/store-types.js';
-import { metricValue, postLogin, RELAXED_LIMITS, waitFor } from '../support/auth-requests.js';
+import { metricValue, postLogin, RELAXED_LIMITS } from '../support/auth-requests.js';
 import { expectContractError } from '../support/envelope.js';
 import { PASSWORD, assertNoSecrets, createTestGateway, type TestGateway } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { adminConnection } from '../support/redis-memory.js';
 import { uniquePrefix } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D55 at runtime: each way a running gateway's Redis stops serving it, on a private
@@ -118,7 +119,7 @@ describe('every store failure named, at the moment it happens (D55)', () => {
       await fault.begin(redis, admin);
       // The moment the store is known down, one line says why (for a closed connection: at the
       // first failed attempt to make it again, which names the cause).
-      await waitFor(async () => logLines().some((line) => line.msg === STORE_LOG.down), 10_000, `the store to be reported down (${fault.reason})`);
+      await waitFor(`the store to be reported down (${fault.reason})`, async () => logLines().some((line) => line.msg === STORE_LOG.down));
       // A request refused now is counted under that reason; /readyz (a health check of its own) says why.
       const refused = await postLogin(gw, 'full', PASSWORD);
       expectContractError(refused, 503, 'store_unavailable', 'Service temporarily unavailable');
@@ -134,8 +135,8 @@ describe('every store failure named, at the moment it happens (D55)', () => {
       expect(down[0]?.detail).toMatch(fault.detail);
 
       await fault.end(redis, admin);
-      await waitFor(async () => (await postLogin(gw!, 'full', PASSWORD)).statusCode === 200, 15_000, `login to work again after ${fault.reason}`);
-      await waitFor(async () => (await readiness()).check === 'ok', 10_000, '/readyz to report the store ok');
+      await waitFor(`login to work again after ${fault.reason}`, async () => (await postLogin(gw!, 'full', PASSWORD)).statusCode === 200);
+      await waitFor('/readyz to report the store ok', async () => (await readiness()).check === 'ok');
       expect(logLines().filter((line) => line.msg === STORE_LOG.down)).toHaveLength(1);
       expect(logLines().filter((line) => line.msg === STORE_LOG.up)).toHaveLength(1);
       expect(await metricValue(gw, 'gateway_store_down_reason')).toBe(0);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_LOG } from '../../src/observability/store-observer.js';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
-import { metricValue, postLogin, postRefresh, RELAXED_LIMITS, waitFor } from '../support/auth-requests.js';
+import { metricValue, postLogin, postRefresh, RELAXED_LIMITS } from '../support/auth-requests.js';
 import { createCard, validCardBody, type CardAnswer } from '../support/card-fixture.js';
 import { expectContractError } from '../support/envelope.js';
 import { PASSWORD, createTestGateway, login, type TestGateway } from '../support/gateway-fixture.js';
@@ -12,6 +12,7 @@ import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.j
 import { adminConnection, fillUntilOutOfMemory, freeFillers, serverMemory, type ServerMemory } from '../support/redis-memory.js';
 import { keysWithPrefix, uniquePrefix } from '../support/redis.js';
 import { FollowingClock, startCountingConnector, type CountingConnector } from './failover-load.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D54 through the gateway: its Redis (a private redis-server) at `maxmemory` with `noeviction`
@@ -125,7 +126,7 @@ describe('a Redis out of memory under load (D54)', () => {
 
     // Memory freed: the same gateway serves again, by itself.
     await freeFillers(admin, fillers);
-    await waitFor(async () => (await readiness()).status === 200, 10_000, '/readyz to report ready once memory is freed');
+    await waitFor('/readyz to report ready once memory is freed', async () => (await readiness()).status === 200);
     expect(logLines().filter((line) => line.msg === STORE_LOG.up)).toHaveLength(1);
     expect(await metricValue(gw, 'gateway_store_down_reason')).toBe(0);
 

@@ -3,10 +3,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import type { StoreEvent } from '../../src/store/store-types.js';
-import { postLogin, RELAXED_LIMITS, waitFor } from '../support/auth-requests.js';
+import { postLogin, RELAXED_LIMITS } from '../support/auth-requests.js';
 import { PASSWORD, createTestGateway, type TestGateway } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D55: service resumes within about a second of the store answering, however long the outage
@@ -40,7 +41,7 @@ describe('recovery once the store answers again (D55)', () => {
     store.subscribe((event) => events.push(event));
     expect(await waitUntilReady(client, 5_000)).toBe(true);
     gw = await createTestGateway({ store, overrides: { rateLimits: RELAXED_LIMITS } });
-    await waitFor(async () => events.some((event) => event.kind === 'up'), 5_000, 'the store to report itself up');
+    await waitFor('the store to report itself up', async () => events.some((event) => event.kind === 'up'));
     expect((await postLogin(gw, 'full', PASSWORD)).statusCode).toBe(200);
     return { client, events, delays };
   }
@@ -48,7 +49,7 @@ describe('recovery once the store answers again (D55)', () => {
   it(`after ${LONG_OUTAGE_ATTEMPTS} failed reconnections: the first attempt after the server is back succeeds, the store says so at once, the next login works`, async () => {
     const { events, delays } = await start();
     await redis!.kill();
-    await waitFor(async () => delays.length >= LONG_OUTAGE_ATTEMPTS, 30_000, `${LONG_OUTAGE_ATTEMPTS} reconnection attempts`);
+    await waitFor(`${LONG_OUTAGE_ATTEMPTS} reconnection attempts`, async () => delays.length >= LONG_OUTAGE_ATTEMPTS);
     expect(events.filter((event) => event.kind === 'down')).toEqual([expect.objectContaining({ reason: 'unreachable' })]);
     expect((await postLogin(gw!, 'full', PASSWORD)).statusCode).toBe(503);
     // Capped: an outage of any length is followed by an attempt at most 500 ms after the server is back.
@@ -56,7 +57,7 @@ describe('recovery once the store answers again (D55)', () => {
 
     await redis!.restart();
     const attemptsBefore = delays.length;
-    await waitFor(async () => events.at(-1)?.kind === 'up', 10_000, 'the store to report itself up after the restart');
+    await waitFor('the store to report itself up after the restart', async () => events.at(-1)?.kind === 'up');
     // At most the attempt already scheduled when the server came back, and no scheduled check.
     expect(delays.length - attemptsBefore).toBeLessThanOrEqual(1);
     expect(events.map((event) => event.kind)).toEqual(['up', 'down', 'up']);
@@ -72,7 +73,7 @@ describe('recovery once the store answers again (D55)', () => {
       expect(await admin.call('CLIENT', 'PAUSE', '1500', 'ALL')).toBe('OK');
       // Requests fail while it lasts; a failure prompts a check, which finds the store timed out.
       expect((await postLogin(gw!, 'full', PASSWORD)).statusCode).toBe(503);
-      await waitFor(async () => events.at(-1)?.kind === 'down', 5_000, 'the store to report itself down');
+      await waitFor('the store to report itself down', async () => events.at(-1)?.kind === 'down');
       expect(events.at(-1)).toMatchObject({ kind: 'down', reason: 'timed_out' });
       // Answered when the pause ends: from here on Redis serves.
       expect(await admin.ping()).toBe('PONG');
@@ -80,7 +81,7 @@ describe('recovery once the store answers again (D55)', () => {
       admin.disconnect();
     }
     expect((await postLogin(gw!, 'full', PASSWORD)).statusCode).toBe(200);
-    await waitFor(async () => events.at(-1)?.kind === 'up', 5_000, 'the store to report itself up after the pause');
+    await waitFor('the store to report itself up after the pause', async () => events.at(-1)?.kind === 'up');
     expect(events.map((event) => event.kind)).toEqual(['up', 'down', 'up']);
   }, 30_000);
 });

@@ -13,7 +13,6 @@ import {
   adminGet,
   call,
   CARDS_PATH,
-  eventually,
   exitWithin,
   expectCodedError,
   expectRetryAfter,
@@ -29,6 +28,7 @@ import {
   waitUntilHealthy,
   type HttpAnswer,
 } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Issue 8, attack 1 (D26): the audit trail on a volume that fills up. Audited requests fail
@@ -199,15 +199,10 @@ describe('audit sink failure (D26)', () => {
     }
     rmSync(filler);
     // No restart, no signal: the gateway retries every second and comes back by itself.
-    await eventually(
-      '/readyz to report the audit trail writable again',
-      async () => {
-        const answer = await adminGet(adminUrl, '/readyz');
-        return answer.status === 200 ? answer : undefined;
-      },
-      10_000,
-      200,
-    );
+    await waitFor('/readyz to report the audit trail writable again', async () => {
+      const answer = await adminGet(adminUrl, '/readyz');
+      return answer.status === 200 ? answer : undefined;
+    });
     const back = await login(httpsUrl);
     expect(back.status, back.body).toBe(200);
     token = (JSON.parse(back.body) as { accessToken: string }).accessToken;
@@ -218,15 +213,10 @@ describe('audit sink failure (D26)', () => {
 
     // Lines that could not be written were kept and written once there was room: every card
     // the gateway handed out has its card.created line.
-    await eventually(
-      'a card.created audit line for every card answered 201',
-      async () => {
-        const text = readFileSync(auditFile, 'utf8');
-        return createdCards.every((cardId) => text.includes(`"cardId":"${cardId}"`)) ? true : undefined;
-      },
-      5000,
-      200,
-    );
+    await waitFor('a card.created audit line for every card answered 201', async () => {
+      const text = readFileSync(auditFile, 'utf8');
+      return createdCards.every((cardId) => text.includes(`"cardId":"${cardId}"`)) ? true : undefined;
+    });
   }, 60_000);
 
   it('keeps answering /healthz under an outsider flood with audit.file /dev/full, and SIGTERM still ends it', async () => {

@@ -4,7 +4,8 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 import { freePort } from '../support/ports.js';
 import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
-import { adminGet, call, eventually, exitWithin, INSIDER, mapBounded, metricSum, sleep, waitUntilHealthy } from './support.js';
+import { adminGet, call, exitWithin, INSIDER, mapBounded, metricSum, sleep, waitUntilHealthy } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Issue 8, attack 2 (D26): the gateway's stdout is piped into a reader that goes away after
@@ -62,7 +63,7 @@ describe('stdout reader goes away (D26)', () => {
     const adminUrl = `http://${INSIDER}:${ports.admin}`;
     await waitUntilHealthy(adminUrl, started);
     // The log is batched (flushed at least every second): wait for the reader's 50 bytes.
-    await eventually('the first 50 bytes of stdout', async () => (headBytes >= 50 ? true : undefined), 5000, 50);
+    await waitFor('the first 50 bytes of stdout', async () => (headBytes >= 50 ? true : undefined));
     return { gateway: started, httpsUrl: `https://${INSIDER}:${ports.https}`, adminUrl };
   }
 

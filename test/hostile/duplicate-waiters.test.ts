@@ -5,13 +5,17 @@ import { startSandboxConnector } from '../../src/connector/sandbox/sandbox-conne
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { metricValue, RELAXED_LIMITS } from '../support/auth-requests.js';
-import { connectorStats, createCard, setConnectorMode, startCardFixture, validCardBody } from '../support/card-fixture.js';
+import { connectorStats, createCard, startCardFixture, validCardBody } from '../support/card-fixture.js';
+import { startHeldConnector } from '../support/held-connector.js';
 import { startPrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
 
 /**
- * Issue 8, attack 7: 2,000 concurrent duplicates of one requestId while the connector takes
- * 2.5 s. Exactly one card reaches the connector; concurrent duplicates in one process share one
+ * Issue 8, attack 7: 2,000 concurrent duplicates of one requestId while the connector holds the
+ * first one (a proxy in front of the real sandbox connector keeps it until the test releases
+ * it, once every duplicate has been either admitted as a waiter or refused). Exactly one card
+ * reaches the connector; concurrent duplicates in one process share one
  * wait (one store poll loop per key), at most cards.maxWaitersPerKey (default 100, set here) wait
  * and the rest get 409 at once, each counted in gateway_idempotency_waiters_refused_total; the
  * whole burst costs a bounded number of store commands, counted with
@@ -20,8 +24,9 @@ import { uniquePrefix } from '../support/redis.js';
  */
 
 const DUPLICATES = 2000;
-const CONNECTOR_DELAY_MS = 2500;
 const MAX_WAITERS = 100;
+/** A hang guard: the held card must be answered because the test released it, never by this. */
+const CONNECTOR_TIMEOUT_MS = 120_000;
 
 /** Total command calls in INFO commandstats, leaving out the test's own INFO and CONFIG. */
 function commandCalls(info: string): { total: number; byCommand: Record<string, number> } {
@@ -58,38 +63,67 @@ describe('2,000 concurrent duplicates of one requestId', () => {
 
     const connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
     closers.push(() => connector.close());
+    const held = await startHeldConnector(connector.url);
+    closers.push(() => held.close());
     const fixture = await startCardFixture({
       store,
       connector,
-      connectorTimeoutMs: 5000,
+      connectorUrl: held.url,
+      connectorTimeoutMs: CONNECTOR_TIMEOUT_MS,
       overrides: { rateLimits: RELAXED_LIMITS, cards: { maxWaitersPerKey: MAX_WAITERS } },
     });
     expect(fixture.gw.config.cards.maxWaitersPerKey).toBe(MAX_WAITERS);
     closers.push(() => fixture.close());
     const token = await fixture.token('full');
-    await setConnectorMode(connector, { mode: 'delay', delayMs: CONNECTOR_DELAY_MS });
     const body = validCardBody();
+    // A failed assertion before the release must not leave the gateway waiting on the connector.
+    closers.push(async () => held.release());
 
     const refusedBefore = await metricValue(fixture.gw, 'gateway_idempotency_waiters_refused_total');
     await admin.config('RESETSTAT');
-    const started = performance.now();
-    let settled = false;
-    const burst = Promise.all(Array.from({ length: DUPLICATES }, () => createCard(fixture.gw, token, body))).finally(() => {
-      settled = true;
-    });
-    // The number of duplicates waiting in this process, sampled while the burst runs.
-    const waiting: number[] = [];
-    while (!settled) {
-      waiting.push(await metricValue(fixture.gw, 'gateway_idempotency_waiters'));
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    const answeredBeforeRelease: number[] = [];
+    let released = false;
+    const burst = Promise.all(
+      Array.from({ length: DUPLICATES }, () =>
+        createCard(fixture.gw, token, body).then((answer) => {
+          if (!released) answeredBeforeRelease.push(answer.statusCode);
+          return answer;
+        }),
+      ),
+    );
+    // The state before the release, reached by every duplicate: one forward held at the
+    // connector, MAX_WAITERS waiting on it, every other duplicate refused at once.
+    await held.waitForHeld(1);
+    const refusedWhileHeld = DUPLICATES - 1 - MAX_WAITERS;
+    // Accounted for: waiting on the held forward, or refused.
+    let accounted = { waiting: 0, refused: 0 };
+    await waitFor(
+      () => `every duplicate waiting or refused (${JSON.stringify(accounted)} of ${DUPLICATES - 1})`,
+      async () => {
+        accounted = {
+          waiting: await metricValue(fixture.gw, 'gateway_idempotency_waiters'),
+          refused: (await metricValue(fixture.gw, 'gateway_idempotency_waiters_refused_total')) - refusedBefore,
+        };
+        return accounted.waiting + accounted.refused >= DUPLICATES - 1;
+      },
+    );
+    const waitingWhileHeld = accounted.waiting;
+    const answeredWhileHeld = [...answeredBeforeRelease];
+    released = true;
+    held.release();
     const answers: LightMyRequestResponse[] = await burst;
-    const elapsedMs = performance.now() - started;
     const { total, byCommand } = commandCalls(await admin.info('commandstats'));
 
     const byStatus = new Map<number, number>();
     for (const answer of answers) byStatus.set(answer.statusCode, (byStatus.get(answer.statusCode) ?? 0) + 1);
-    const summary = `statuses ${JSON.stringify([...byStatus])}, ${total} store commands ${JSON.stringify(byCommand)}, ${Math.round(elapsedMs)} ms`;
+    const summary = `statuses ${JSON.stringify([...byStatus])}, ${total} store commands ${JSON.stringify(byCommand)}`;
+
+    // While the card was held: exactly MAX_WAITERS waited, the rest were refused (409) at once,
+    // and no duplicate had a card yet: the waiters are woken by the release, not by a timeout.
+    expect(waitingWhileHeld, summary).toBe(MAX_WAITERS);
+    expect(answeredWhileHeld.length).toBe(refusedWhileHeld);
+    expect(new Set(answeredWhileHeld), 'answers before the release').toEqual(new Set([409]));
+    expect(held.arrived()).toBe(1);
 
     // Exactly one card reached the connector.
     const stats = await connectorStats(connector);
@@ -112,21 +146,16 @@ describe('2,000 concurrent duplicates of one requestId', () => {
       expect(answer.headers['retry-after']).toBe(String(envelope.retryAfter));
     }
 
-    // The waiter cap: the request that forwarded plus at most MAX_WAITERS duplicates got the card
-    // (a duplicate reaching the gateway only after the card was stored would be a plain replay,
-    // a 201 that never waited; the burst is in before the connector's 2.5 s pass, so none is
-    // expected, and the gauge below checks the cap independently). At most MAX_WAITERS ever waited
-    // at once, and the cap was reached; every 409 is a waiter refused at once (counted in
-    // gateway_idempotency_waiters_refused_total, which nothing else increments), none a
-    // duplicate that waited out the connector timeout.
+    // After the release: the request that forwarded and every one of the MAX_WAITERS waiters got
+    // the card; every 409 is a waiter refused at once (gateway_idempotency_waiters_refused_total
+    // counts nothing else).
     const refusedCount = byStatus.get(409) ?? 0;
-    expect(created.length, summary).toBeLessThanOrEqual(MAX_WAITERS + 1);
+    expect(created.length, summary).toBe(MAX_WAITERS + 1);
     expect(refusedCount, summary).toBe(DUPLICATES - created.length);
-    expect(Math.max(...waiting), `waiters sampled during the burst: ${JSON.stringify(waiting)}`).toBe(MAX_WAITERS);
     expect(await metricValue(fixture.gw, 'gateway_idempotency_waiters_refused_total'), summary).toBe(refusedBefore + refusedCount);
     expect(await metricValue(fixture.gw, 'gateway_idempotency_waiters')).toBe(0);
 
     // Bounded store cost: at most 2 commands per request (old code: ~30).
     expect(total, summary).toBeLessThanOrEqual(2 * DUPLICATES);
-  }, 60_000);
+  });
 });

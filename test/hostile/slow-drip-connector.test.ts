@@ -2,7 +2,8 @@ import { Agent } from 'node:https';
 import { describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { setConnectorMode } from '../support/card-fixture.js';
-import { adminGet, eventually, expectCodedError, INSIDER, listenCardGateway, metricSum, perTestGateway, type HttpAnswer } from './support.js';
+import { adminGet, expectCodedError, INSIDER, listenCardGateway, metricSum, perTestGateway, type HttpAnswer } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Issue 8, attack 4: the connector answers a byte a second to more concurrent card creations
@@ -96,14 +97,10 @@ describe('slow-drip connector, then recovery', () => {
     expect(saturatedPool!.inFlight).toBeGreaterThan(0);
     expect(saturatedPool!.inFlight).toBeLessThanOrEqual(CONNECTIONS);
     // After recovery nothing is in flight or queued any more, and the pool no longer reads saturated.
-    const idle = await eventually(
-      'the connector pool metrics to read 0 after recovery',
-      async () => {
-        const pool = await poolMetrics(adminUrl);
-        return pool.inFlight === 0 && pool.queued === 0 && pool.saturated === 0 ? pool : undefined;
-      },
-      3000,
-    );
+    const idle = await waitFor('the connector pool metrics to read 0 after recovery', async () => {
+      const pool = await poolMetrics(adminUrl);
+      return pool.inFlight === 0 && pool.queued === 0 && pool.saturated === 0 ? pool : undefined;
+    });
     expect(idle).toEqual({ inFlight: 0, queued: 0, saturated: 0 });
   }, 60_000);
 });

@@ -12,6 +12,7 @@ import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { createTestGateway, PASSWORD, testCertificatePem, type TestGateway, type TestGatewayOptions } from '../support/gateway-fixture.js';
 import { expectContractError, type Envelope } from '../support/envelope.js';
 import type { RunningProcess } from '../support/process.js';
+import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
 
 /**
  * Shared helpers of the hostile-traffic suite (issue 8, D25-D27, D29): real TLS listeners,
@@ -62,7 +63,7 @@ export function call(url: string, options: CallOptions = {}): Promise<HttpAnswer
     headers['content-type'] ??= 'application/json';
     headers['content-length'] = String(Buffer.byteLength(options.body));
   }
-  const timeoutMs = options.timeoutMs ?? 5000;
+  const timeoutMs = options.timeoutMs ?? HANG_GUARD_MS;
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -137,25 +138,7 @@ export function adminGet(adminUrl: string, path: string, timeoutMs = 3000): Prom
   return call(`${adminUrl}${path}`, { timeoutMs });
 }
 
-/** Polls `probe` every `intervalMs` until it returns a value, or throws after `timeoutMs`. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, intervalMs = 100): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (performance.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export { sleep } from '../support/wait.js';
 
 // ---------------------------------------------------------------------------------------------
 // In-process gateway on real listeners
@@ -386,20 +369,19 @@ export async function exitWithin(
   return result;
 }
 
+class ExitedEarly extends Error {}
+
 /** Polls the admin /healthz until it answers 200 (the process is up); fails at once if it exited. */
-export async function waitUntilHealthy(adminUrl: string, processUnderTest: RunningProcess, timeoutMs = 15_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    if (processUnderTest.hasExited()) throw new Error(`the gateway exited before it answered /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`);
-    try {
-      if ((await adminGet(adminUrl, '/healthz', 1000)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (performance.now() > deadline)
-      throw new Error(`the admin listener did not answer /healthz within ${timeoutMs} ms; stderr:\n${processUnderTest.stderr().slice(-3000)}`);
-    await sleep(100);
-  }
+export async function waitUntilHealthy(adminUrl: string, processUnderTest: RunningProcess): Promise<void> {
+  await waitFor(
+    () => `the admin listener to answer /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`,
+    async () => {
+      if (processUnderTest.hasExited())
+        throw new ExitedEarly(`the gateway exited before it answered /healthz; stderr:\n${processUnderTest.stderr().slice(-3000)}`);
+      return (await adminGet(adminUrl, '/healthz', 5000)).status === 200;
+    },
+    { intervalMs: 100, stopOn: (error) => error instanceof ExitedEarly },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,8 +2,9 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, w
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
-import { realRequest, waitFor } from '../transport/real-clients.js';
+import { realRequest } from '../transport/real-clients.js';
 import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Issue 9 row 13 (D21, D22), through the real entry point and its file audit sink: the audit
@@ -62,7 +63,7 @@ describe('the audit file (D21, D22)', () => {
   it('creates the audit file 0640', async () => {
     const { https, auditFile } = await start();
     const id = await auditedRequest(https);
-    await waitFor('the first audit line', () => (contains(auditFile, id) ? true : undefined), 5000);
+    await waitFor('the first audit line', () => (contains(auditFile, id) ? true : undefined));
     expect(mode(auditFile).toString(8), 'no bits beyond 0640').toBe((mode(auditFile) & AT_MOST_0640).toString(8));
     expect(mode(auditFile) & 0o600).toBe(0o600);
   }, 60_000);
@@ -70,24 +71,18 @@ describe('the audit file (D21, D22)', () => {
   it('after a rename and SIGHUP, writes new lines to a new file at the original path', async () => {
     const { gateway, https, auditFile } = await start();
     const first = await auditedRequest(https);
-    await waitFor('the first audit line', () => (contains(auditFile, first) ? true : undefined), 5000);
+    await waitFor('the first audit line', () => (contains(auditFile, first) ? true : undefined));
 
     // Rotation: the operator's tool renames the file, then signals the process.
     const rotated = `${auditFile}.1`;
     renameSync(auditFile, rotated);
     gateway.child.kill('SIGHUP');
     // Keep making audited requests until one lands in a new file at the original path.
-    let landed: string | undefined;
-    const deadline = Date.now() + 8000;
-    while (landed === undefined && Date.now() < deadline) {
-      const id = await auditedRequest(https);
-      try {
-        await waitFor('a line in the new file', () => (contains(auditFile, id) ? true : undefined), 400);
-        landed = id;
-      } catch {
-        // not reopened yet
-      }
-    }
+    const sent: string[] = [];
+    const landed = await waitFor('an audited request to land in a new file at the original path after SIGHUP', async () => {
+      sent.push(await auditedRequest(https));
+      return sent.find((id) => contains(auditFile, id));
+    });
     expect(landed, `no new audit file at ${auditFile} after SIGHUP; the rotated file still receives the lines`).toBeDefined();
     expect(contains(rotated, landed!)).toBe(false);
     expect(contains(rotated, first)).toBe(true);
@@ -105,7 +100,7 @@ describe('the audit file (D21, D22)', () => {
     chmodSync(auditFile, 0o666);
     const { https } = await startWith(written.file, written.dir);
     const id = await auditedRequest(https);
-    await waitFor('the audit line', () => (contains(auditFile, id) ? true : undefined), 5000);
+    await waitFor('the audit line', () => (contains(auditFile, id) ? true : undefined));
     expect(readFileSync(auditFile, 'utf8').startsWith(earlier)).toBe(true);
     expect((mode(auditFile) & 0o022).toString(8), 'group/other write bits').toBe('0');
   }, 60_000);

@@ -5,7 +5,8 @@ import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
 import { createTestGateway, PASSWORD, testCertificatePem, type TestGateway } from '../support/gateway-fixture.js';
 import { unusedPort } from '../support/redis.js';
-import { realRequest, waitFor } from '../transport/real-clients.js';
+import { realRequest } from '../transport/real-clients.js';
+import { waitFor } from '../support/wait.js';
 
 /** D22: the admin listener serves Prometheus metrics, liveness and readiness; the API does not. */
 

@@ -72,7 +72,8 @@ describe('card-record key rotation (D37) across restarts', () => {
     [connector, ca] = await Promise.all([startSandboxConnector({ host: '127.0.0.1', port: 0 }), testCertificatePem(), builtEntryPoints()]);
     raw = await rawTestConfig({
       trustedProxies: [],
-      store: { kind: 'redis', redis: { url, keyPrefix: prefix } },
+      // Generous store deadlines: this checks key rotation, and a busy machine must not turn a Redis reply into a 503.
+      store: { kind: 'redis', redis: { url, keyPrefix: prefix, commandTimeoutMs: 5000, connectTimeoutMs: 10_000 } },
       connector: { url: connector.url, timeoutMs: 3000 },
     });
     written = await writeTestConfig(raw);

@@ -1,11 +1,10 @@
-import { spawnSync } from 'node:child_process';
-
 /**
  * A strict reader of the Prometheus text exposition format (version 0.0.4), for the metrics
  * tests: every line must be a HELP, TYPE, comment or sample line; names, label names and
  * escapes as the format defines them; each family's TYPE before its samples, its samples
  * together, no series twice; histograms with increasing `le`, cumulative counts, a `+Inf`
- * bucket equal to `_count`. `promtoolCheckMetrics` adds Prometheus's own parser and linter.
+ * bucket equal to `_count`. `metricNameProblems` is the Node-only part of what `promtool check
+ * metrics` lints (names and help); promtool itself runs in `npm run check:deploy`.
  */
 
 export type MetricType = 'counter' | 'gauge' | 'histogram' | 'summary' | 'untyped';
@@ -191,17 +190,24 @@ export function seriesValue(families: ReadonlyMap<string, MetricFamily>, name: s
   return undefined;
 }
 
+/** Units promtool's linter wants in base form (seconds, bytes), as name parts. */
+const NON_BASE_UNITS = ['milliseconds', 'microseconds', 'nanoseconds', 'minutes', 'hours', 'days', 'kilobytes', 'megabytes', 'gigabytes'];
+
 /**
- * `promtool check metrics` on `text` (Prometheus's own parser and linter): the exit code and
- * what it printed. A missing promtool fails with how to install it (CI installs it in .ci/run).
+ * The naming rules `promtool check metrics` lints, checked in Node so that `npm test` needs no
+ * promtool: a HELP text, `_total` on counters and only on counters, snake_case, no colon (kept
+ * for recording rules), base units. One line a problem; none for a clean exposition.
  */
-export function promtoolCheckMetrics(text: string): { status: number | null; output: string } {
-  const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
-  if (result.error) {
-    if ((result.error as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new Error('promtool is not installed: `apt-get install -y --no-install-recommends prometheus` (Debian) provides it; .ci/run installs it in CI');
-    }
-    throw result.error;
+export function metricNameProblems(families: ReadonlyMap<string, MetricFamily>): string[] {
+  const problems: string[] = [];
+  for (const family of families.values()) {
+    const { name } = family;
+    if (family.help === undefined || family.help === '') problems.push(`${name}: no help text`);
+    if (family.type === 'counter' && !name.endsWith('_total')) problems.push(`${name}: counter metrics should have "_total" suffix`);
+    if (family.type !== 'counter' && name.endsWith('_total')) problems.push(`${name}: non-counter metrics should not have "_total" suffix`);
+    if (/[A-Z]/.test(name)) problems.push(`${name}: metric names should be written in 'snake_case' not 'camelCase'`);
+    if (name.includes(':')) problems.push(`${name}: metric names should not contain ':'`);
+    for (const unit of NON_BASE_UNITS) if (name.split('_').includes(unit)) problems.push(`${name}: use base unit instead of "${unit}"`);
   }
-  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+  return problems;
 }

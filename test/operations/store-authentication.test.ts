@@ -40,7 +40,8 @@ describe('a store that refuses the gateway at start (D55)', () => {
   });
 
   async function startWith(password: string | undefined): Promise<GatewayProcess> {
-    const redisSection: Record<string, unknown> = { url: redis.url, keyPrefix: 'test:auth-at-start:' };
+    // Generous store deadlines: under load a short one times out before Redis can refuse the password.
+    const redisSection: Record<string, unknown> = { url: redis.url, keyPrefix: 'test:auth-at-start:', commandTimeoutMs: 5000, connectTimeoutMs: 10_000 };
     const config = await writeTestConfig(await rawTestConfig({ store: { kind: 'redis', redis: redisSection } }));
     written.push(config);
     if (password !== undefined) {

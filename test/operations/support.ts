@@ -5,6 +5,7 @@ import { expect } from 'vitest';
 import { call, type HttpAnswer } from '../hostile/support.js';
 import { PASSWORD } from '../support/gateway-fixture.js';
 import { builtEntryPoints, parseLogLine, runToExit, spawnEntry, type Exit, type LogLine, type RunningProcess, type StartOptions } from '../support/process.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Issue 12 (the operator's day two) through the real entry points: the compiled gateway
@@ -23,8 +24,6 @@ export {
   type LogLine,
   type RunningProcess,
 } from '../support/process.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------
 // The compiled gateway (child processes: test/support/process.ts)
@@ -124,17 +123,12 @@ export function auditLines(file: string): AuditLine[] {
 }
 
 /** Polls the audit file (written asynchronously) until a line satisfies `match`. */
-export async function waitForAudit(file: string, match: (line: AuditLine) => boolean, timeoutMs = 10_000): Promise<AuditLine> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = auditLines(file).find(match);
-    if (found) return found;
-    if (Date.now() > deadline)
-      throw new Error(
-        `no matching audit line in ${file} within ${timeoutMs} ms; it has:\n${existsSync(file) ? readFileSync(file, 'utf8').slice(-4000) : '(no file)'}`,
-      );
-    await sleep(50);
-  }
+export async function waitForAudit(file: string, match: (line: AuditLine) => boolean): Promise<AuditLine> {
+  return waitFor(
+    () => `a matching audit line in ${file}; it has:\n${existsSync(file) ? readFileSync(file, 'utf8').slice(-4000) : '(no file)'}`,
+    () => auditLines(file).find(match),
+    { intervalMs: 50 },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,12 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { createRedisClient } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
-import { postLogin, postLogout, postRefresh, waitFor } from '../support/auth-requests.js';
+import { postLogin, postLogout, postRefresh } from '../support/auth-requests.js';
 import { createCard, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
 import { DEFAULT_CREDENTIALS, PASSWORD, testConfig } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
 import { CountingStore } from '../support/counting-store.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * What each request type costs the store (README "Running at scale"): Redis commands per
@@ -105,14 +106,11 @@ describe('store commands per request type (INFO commandstats)', () => {
     };
     store = new RedisStore(client, uniquePrefix('command-counts'));
     counting = new CountingStore(store);
-    await waitFor(
-      () =>
-        store.ping().then(
-          () => true,
-          () => false,
-        ),
-      5_000,
-      'the store to answer',
+    await waitFor('the store to answer', () =>
+      store.ping().then(
+        () => true,
+        () => false,
+      ),
     );
     // Real limits are raised only so that the measured loops are never refused.
     fixture = await startCardFixture({

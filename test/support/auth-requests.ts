@@ -119,13 +119,3 @@ export async function metricValue(gw: TestGateway, name: string, labels: Record<
   expect(response.statusCode).toBe(200);
   return metricSum(response.body, name, labels) ?? 0;
 }
-
-/** Polls `probe` until it returns true or `timeoutMs` passes; never a fixed sleep for state. */
-export async function waitFor(probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    if (await probe()) return;
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

@@ -1,8 +1,10 @@
 import './provided-context.js';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import { freePort } from './ports.js';
 import { answersPing } from './redis-ping.js';
+import { makeTestKeys } from './test-keys.js';
 
 /**
  * Finds a Redis for the suites that need one: REDIS_URL (default 127.0.0.1:6379), or else a
@@ -38,7 +40,11 @@ export default async function setup(project: TestProject): Promise<() => void> {
     url = '';
   }
   project.provide('redisUrl', url);
+  // Certificates and keys once per run, not once per test file.
+  const keys = await makeTestKeys();
+  project.provide('testKeys', keys);
   return () => {
     privateServer?.kill('SIGTERM');
+    rmSync(keys.dir, { recursive: true, force: true });
   };
 }

@@ -2,6 +2,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { HANG_GUARD_MS, sleep, waitFor } from './wait.js';
 
 /**
  * The real entry points as child processes, for every process-level test (operations,
@@ -39,7 +40,10 @@ function sourceDigest(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** A wait's limit is a hang guard: never shorter than {@link HANG_GUARD_MS}, whatever a caller asked. */
+const hangGuard = (asked: number | undefined): number => Math.max(asked ?? 0, HANG_GUARD_MS);
+
+class ProcessExited extends Error {}
 
 function compileInto(outDir: string): Promise<string> {
   const tsc = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -148,9 +152,9 @@ export interface RunningProcess {
   /** After the exit and the end of stdout and stderr (every line read). */
   readonly closed: Promise<void>;
   hasExited(): boolean;
-  /** The first stdout line (from index `from`) that is JSON and satisfies `match`. */
+  /** The first stdout line (from index `from`) that is JSON and satisfies `match`; `timeoutMs` can only lengthen the hang guard. */
   waitForLog(match: (line: LogLine) => boolean, options?: { from?: number; timeoutMs?: number }): Promise<LogLine>;
-  /** Resolves with the exit, or rejects when the process still runs after `timeoutMs`. */
+  /** Resolves with the exit, or rejects as hung (after `timeoutMs` or the hang guard, whichever is longer). */
   exitWithin(timeoutMs: number): Promise<Exit>;
   /** SIGKILL unless it has exited, then waits for the exit. */
   kill(): Promise<void>;
@@ -219,27 +223,31 @@ export function startProcess(command: string, args: readonly string[], options: 
     exited,
     closed,
     hasExited: () => done,
-    waitForLog: async (match, { from = 0, timeoutMs = 15_000 } = {}) => {
-      const deadline = Date.now() + timeoutMs;
+    waitForLog: async (match, { from = 0, timeoutMs } = {}) => {
       let index = from;
-      for (;;) {
-        for (; index < lines.length; index += 1) {
-          const parsed = parseLogLine(lines[index] ?? '');
-          if (parsed && match(parsed)) return parsed;
-        }
-        if (done) {
-          await sleep(50); // the last lines may still be in the pipe
-          if (index >= lines.length) throw new Error(`the process exited before the awaited log line; ${describe()}`);
-          continue;
-        }
-        if (Date.now() > deadline) throw new Error(`no matching log line within ${timeoutMs} ms; ${describe()}`);
-        await sleep(20);
-      }
+      let exitedAt: number | undefined;
+      return waitFor(
+        () => `a matching log line; ${describe()}`,
+        () => {
+          for (; index < lines.length; index += 1) {
+            const parsed = parseLogLine(lines[index] ?? '');
+            if (parsed && match(parsed)) return parsed;
+          }
+          if (done) {
+            // The last lines may still be in the pipe: one more look after the exit, then fail.
+            if (exitedAt !== undefined && index >= lines.length) throw new ProcessExited(`the process exited before the awaited log line; ${describe()}`);
+            exitedAt ??= index;
+          }
+          return undefined;
+        },
+        { timeoutMs: hangGuard(timeoutMs), intervalMs: 20, stopOn: (error) => error instanceof ProcessExited },
+      );
     },
     exitWithin: async (timeoutMs) => {
       let timer: NodeJS.Timeout | undefined;
+      const guard = hangGuard(timeoutMs);
       const timeout = new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new Error(`still running after ${timeoutMs} ms; ${describe()}`)), timeoutMs);
+        timer = setTimeout(() => reject(new Error(`hung: still running after ${guard} ms; ${describe()}`)), guard);
       });
       try {
         return await Promise.race([exited, timeout]);

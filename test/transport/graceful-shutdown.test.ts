@@ -6,7 +6,8 @@ import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { createTestGateway, PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig, type TestGateway } from '../support/gateway-fixture.js';
 import { freePort } from '../support/ports.js';
 import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
-import { realRequest, waitFor } from './real-clients.js';
+import { realRequest } from './real-clients.js';
+import { waitFor } from '../support/wait.js';
 
 /** D22: shutdown stops accepting, lets in-flight requests finish, then closes; SIGTERM does it. */
 

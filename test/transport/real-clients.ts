@@ -131,19 +131,3 @@ function dechunk(bytes: Buffer): Buffer {
   }
   return Buffer.concat(parts);
 }
-
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string | (() => string),
-  check: () => T | undefined | Promise<T | undefined>,
-  timeoutMs = 10_000,
-  intervalMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
