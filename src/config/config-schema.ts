@@ -118,6 +118,9 @@ export const ConfigFileSchema = Type.Object(
         login: Window(5, 60),
         refresh: Window(5, 60),
         loginPerAddress: Window(30, 60),
+        // D48: per credential, shared by replicas; reads are GET of one card and listing together.
+        cardReads: Window(300, 60),
+        cardStatusChanges: Window(60, 60),
         loginLockout: Type.Object(
           {
             maxConsecutiveFailures: PositiveInt({ default: 10 }),

@@ -7,7 +7,8 @@ import { readYamlFile } from './read-yaml-file.js';
 import { accept, child, entries, members } from './schema-parts.js';
 import { parsePasswordHash, passwordHashFingerprint, type ParsedHash } from '../foundation/password-hash.js';
 
-export const PERMISSIONS = ['cards:create', 'cards:reveal'] as const;
+/** Each permission stands alone: none implies another (a credential holds exactly what its entry lists). */
+export const PERMISSIONS = ['cards:create', 'cards:reveal', 'cards:read', 'cards:update'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 const CredentialsFileSchema = Type.Object(
