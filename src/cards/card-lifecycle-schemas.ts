@@ -23,7 +23,11 @@ export const LIST_LIMIT = { min: 1, max: 100, default: 20 } as const;
 export const CardListQuerySchema = Type.Object(
   {
     limit: Type.Optional(
-      Type.Integer({ minimum: LIST_LIMIT.min, maximum: LIST_LIMIT.max, description: `Cards per page, ${LIST_LIMIT.min} to ${LIST_LIMIT.max} (default ${LIST_LIMIT.default}).` }),
+      Type.Integer({
+        minimum: LIST_LIMIT.min,
+        maximum: LIST_LIMIT.max,
+        description: `Cards per page, ${LIST_LIMIT.min} to ${LIST_LIMIT.max} (default ${LIST_LIMIT.default}).`,
+      }),
     ),
     cursor: Type.Optional(
       Type.String({
@@ -34,7 +38,10 @@ export const CardListQuerySchema = Type.Object(
     ),
     status: Type.Optional(StatusEnum('Only cards with this status.')),
     createdAfter: Type.Optional(
-      Type.String({ pattern: ISO_UTC_TIMESTAMP, description: 'Only cards created at or after this instant (ISO 8601 UTC, with Z; milliseconds at most count).' }),
+      Type.String({
+        pattern: ISO_UTC_TIMESTAMP,
+        description: 'Only cards created at or after this instant (ISO 8601 UTC, with Z; milliseconds at most count).',
+      }),
     ),
     createdBefore: Type.Optional(
       Type.String({ pattern: ISO_UTC_TIMESTAMP, description: 'Only cards created at or before this instant (ISO 8601 UTC); not earlier than createdAfter.' }),

@@ -57,7 +57,10 @@ export function ownRecord(
   context: RequestContext,
 ): ConnectorCardRecord | undefined {
   if (record.issuingAccount === issuingAccount) return record;
-  outcomes.record({ name: 'card.foreign_record', operation, cardId: record.cardId, expectedAccount: issuingAccount, namedAccount: record.issuingAccount }, context);
+  outcomes.record(
+    { name: 'card.foreign_record', operation, cardId: record.cardId, expectedAccount: issuingAccount, namedAccount: record.issuingAccount },
+    context,
+  );
   return undefined;
 }
 

@@ -45,7 +45,11 @@ export function cardStatusChanging(ports: CardPorts): ChangeCardStatus {
       if (current.status === 'canceled') throw errors.cardCanceled();
 
       const result = await timedCall(outcomes, 'status', () =>
-        connector.setCardStatus(cardId, { issuingAccount: account, status: change.status, ...(change.reason !== undefined && { reason: change.reason }) }, meta),
+        connector.setCardStatus(
+          cardId,
+          { issuingAccount: account, status: change.status, ...(change.reason !== undefined && { reason: change.reason }) },
+          meta,
+        ),
       );
       if (result.outcome === 'card_canceled') throw errors.cardCanceled();
       const updated = result.outcome === 'updated' ? ownRecord(outcomes, result.card, account, 'status', input) : undefined;

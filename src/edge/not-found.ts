@@ -5,7 +5,12 @@ import { errors } from '../foundation/errors.js';
 
 /** A route path with parameters (`/cards/:cardId`) as a pattern matching its concrete paths (one segment per parameter). */
 const parametric = (url: string): RegExp =>
-  new RegExp(`^${url.split('/').map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`);
+  new RegExp(
+    `^${url
+      .split('/')
+      .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/')}$`,
+  );
 
 /**
  * Fastify answers a wrong method on a known path with 404; D20 wants 405 with `Allow`. Routes

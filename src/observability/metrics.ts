@@ -186,7 +186,7 @@ export class GatewayMetrics {
     for (const operation of KNOWN.connectorOperations) this.connectorCallDuration.zero({ operation });
     this.connectorForeignRecords = counter(
       'gateway_connector_foreign_records_total',
-      "Card records the connector answered that named another issuing account (a connector bug; answered as not found), by call.",
+      'Card records the connector answered that named another issuing account (a connector bug; answered as not found), by call.',
       ['operation'],
       ['get', 'list', 'status'],
     );

@@ -66,7 +66,12 @@ export function cardLifecycleSuite(name: string, makeStore: (clock: ManualClock 
           expectContractError(await f.get(await f.token(username), cardId), 403, 'permission_denied', 'Permission cards:read is required');
           expectContractError(await f.list(await f.token(username)), 403, 'permission_denied', 'Permission cards:read is required');
         }
-        expectContractError(await f.patch(await f.token('reader'), cardId, { status: 'inactive' }), 403, 'permission_denied', 'Permission cards:update is required');
+        expectContractError(
+          await f.patch(await f.token('reader'), cardId, { status: 'inactive' }),
+          403,
+          'permission_denied',
+          'Permission cards:update is required',
+        );
         expect(f.connector.calls.get).toEqual([]);
         expect(f.connector.calls.list).toEqual([]);
       });
@@ -84,11 +89,21 @@ export function cardLifecycleSuite(name: string, makeStore: (clock: ManualClock 
           expect.objectContaining({ event: 'card.revealed', credential: 'cred-life', cardId }),
         ]);
 
-        const peer = expectContractError(await f.get(await f.token('peer'), cardId, 'revealDetails=true'), 403, 'permission_denied', 'Only the credential that created this card can reveal its details');
+        const peer = expectContractError(
+          await f.get(await f.token('peer'), cardId, 'revealDetails=true'),
+          403,
+          'permission_denied',
+          'Only the credential that created this card can reveal its details',
+        );
         expect(auditEvents(f).filter((event) => event['correlationId'] === peer.correlationId)).toEqual([
           expect.objectContaining({ event: 'access.denied', reason: 'reveal_not_creator', credential: 'cred-peer', cardId }),
         ]);
-        expectContractError(await f.get(await f.token('reader'), cardId, 'revealDetails=true'), 403, 'permission_denied', 'Permission cards:reveal is required for revealDetails=true');
+        expectContractError(
+          await f.get(await f.token('reader'), cardId, 'revealDetails=true'),
+          403,
+          'permission_denied',
+          'Permission cards:reveal is required for revealDetails=true',
+        );
         expect((await f.get(await f.token('peer'), cardId, 'revealDetails=false')).json<{ pan: string }>().pan).toMatch(MASKED_PAN);
         expectContractFieldError(await f.get(life, cardId, 'revealDetails=yes'), 'query.revealDetails', expect.any(String) as unknown as string);
       });
@@ -100,7 +115,12 @@ export function cardLifecycleSuite(name: string, makeStore: (clock: ManualClock 
         f.clock.advance(DAY - 1000);
         expect((await f.get(await f.token('life'), cardId, 'revealDetails=true')).statusCode).toBe(200);
         f.clock.advance(1000);
-        expectContractError(await f.get(await f.token('life'), cardId, 'revealDetails=true'), 403, 'permission_denied', 'Only the credential that created this card can reveal its details');
+        expectContractError(
+          await f.get(await f.token('life'), cardId, 'revealDetails=true'),
+          403,
+          'permission_denied',
+          'Only the credential that created this card can reveal its details',
+        );
         expect((await f.get(await f.token('life'), cardId)).statusCode).toBe(200);
       });
     });

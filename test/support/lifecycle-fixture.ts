@@ -14,8 +14,20 @@ import { MemoryConnector } from './memory-connector.js';
 
 export const LIFECYCLE_CREDENTIALS: TestCredential[] = [
   ...DEFAULT_CREDENTIALS,
-  { id: 'cred-life', username: 'life', password: PASSWORD, issuingAccount: 'acct-eu', permissions: ['cards:create', 'cards:reveal', 'cards:read', 'cards:update'] },
-  { id: 'cred-peer', username: 'peer', password: PASSWORD, issuingAccount: 'acct-eu', permissions: ['cards:create', 'cards:reveal', 'cards:read', 'cards:update'] },
+  {
+    id: 'cred-life',
+    username: 'life',
+    password: PASSWORD,
+    issuingAccount: 'acct-eu',
+    permissions: ['cards:create', 'cards:reveal', 'cards:read', 'cards:update'],
+  },
+  {
+    id: 'cred-peer',
+    username: 'peer',
+    password: PASSWORD,
+    issuingAccount: 'acct-eu',
+    permissions: ['cards:create', 'cards:reveal', 'cards:read', 'cards:update'],
+  },
   { id: 'cred-reader', username: 'reader', password: PASSWORD, issuingAccount: 'acct-eu', permissions: ['cards:read'] },
   { id: 'cred-updater', username: 'updater', password: PASSWORD, issuingAccount: 'acct-eu', permissions: ['cards:update'] },
   { id: 'cred-life-uk', username: 'life-uk', password: PASSWORD, issuingAccount: 'acct-uk', permissions: ['cards:create', 'cards:read', 'cards:update'] },
@@ -72,4 +84,5 @@ export async function startLifecycleFixture(options: { store?: GatewayStore; clo
 }
 
 /** The audit lines of the fixture's gateway, parsed. */
-export const auditEvents = (fixture: LifecycleFixture): Record<string, unknown>[] => fixture.gw.audit.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+export const auditEvents = (fixture: LifecycleFixture): Record<string, unknown>[] =>
+  fixture.gw.audit.lines.map((line) => JSON.parse(line) as Record<string, unknown>);

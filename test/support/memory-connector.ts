@@ -25,7 +25,12 @@ export class MemoryConnector implements ConnectorClient {
   #seq = 0;
   #failures: { kind: ConnectorFailureKind; count: number } | undefined;
   /** Calls by operation, each with what it was asked. */
-  readonly calls = { create: 0, get: [] as { account: string; cardId: string }[], list: [] as ConnectorListQuery[], status: [] as { cardId: string; change: ConnectorStatusChange }[] };
+  readonly calls = {
+    create: 0,
+    get: [] as { account: string; cardId: string }[],
+    list: [] as ConnectorListQuery[],
+    status: [] as { cardId: string; change: ConnectorStatusChange }[],
+  };
   misroute: string | undefined;
 
   constructor(private readonly now: () => number = Date.now) {}

@@ -61,7 +61,12 @@ const STATUS_TEXT: Record<ErrorStatus, string> = {
 export const ENVELOPE_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
 
 /** The headers of an error response with these codes. */
-function errorHeaders(status: ErrorStatus, codes: readonly ErrorCode[], rateLimited: boolean, afterLimiter: readonly ErrorCode[]): Record<string, HeaderObject> {
+function errorHeaders(
+  status: ErrorStatus,
+  codes: readonly ErrorCode[],
+  rateLimited: boolean,
+  afterLimiter: readonly ErrorCode[],
+): Record<string, HeaderObject> {
   const headers: Record<string, HeaderObject> = { 'X-Correlation-Id': header('X-Correlation-Id', true) };
   if (status === 401) {
     const challengeOf = (code: ErrorCode): string => bearerChallenge(code) ?? 'Bearer';

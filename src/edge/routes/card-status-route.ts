@@ -1,7 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { cardPermissions } from '../../cards/card-access.js';
 import type { ChangeCardStatus } from '../../cards/change-card-status.js';
-import { CardIdParamsSchema, CardRecordSchema, CardStatusChangeSchema, STATUS_EXAMPLES, type CardIdParams, type CardStatusChange } from '../../cards/card-lifecycle-schemas.js';
+import {
+  CardIdParamsSchema,
+  CardRecordSchema,
+  CardStatusChangeSchema,
+  STATUS_EXAMPLES,
+  type CardIdParams,
+  type CardStatusChange,
+} from '../../cards/card-lifecycle-schemas.js';
 import { errors } from '../../foundation/errors.js';
 import { BEARER_CODES, BearerSecurity, BODY_CODES, CARD_CONNECTOR_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 import { CARD_PATH } from './card-read-routes.js';
@@ -22,7 +29,7 @@ export function registerCardStatusRoute(scope: FastifyInstance, changeCardStatus
         operationId: 'changeCardStatus',
         summary: "Change a card's status: freeze, unfreeze, cancel",
         description:
-          'Needs `cards:update`. `inactive` freezes an active card, `active` unfreezes an inactive one, `canceled` ends an active or inactive card for good. Asking for the status the card already has answers 200 with the card and changes nothing, so a retry is always safe; any change of a canceled card is 409 `card_canceled`, final. The body has `status` and optionally `reason` (1 to 200 characters, kept in the audit trail), nothing else. Another account\'s card, an unknown id and a malformed id are 404 `card_not_found`. Counts against the credential\'s status-change limit.',
+          "Needs `cards:update`. `inactive` freezes an active card, `active` unfreezes an inactive one, `canceled` ends an active or inactive card for good. Asking for the status the card already has answers 200 with the card and changes nothing, so a retry is always safe; any change of a canceled card is 409 `card_canceled`, final. The body has `status` and optionally `reason` (1 to 200 characters, kept in the audit trail), nothing else. Another account's card, an unknown id and a malformed id are 404 `card_not_found`. Counts against the credential's status-change limit.",
         tags: ['cards'],
         security: BearerSecurity,
         params: CardIdParamsSchema,
