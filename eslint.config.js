@@ -17,7 +17,7 @@ const FASTIFY = {
 };
 
 /**
- * Folder layering (README "Layout"): foundation at the bottom, then config, the ports (store,
+ * Folder layering (docs/layout.md): foundation at the bottom, then config, the ports (store,
  * observability, connector), the use cases (auth, cards), edge on top; the root files (app.ts,
  * compose.ts, main.ts, server.ts, ...) may import anything. Each folder lists what sits above
  * it, so an upward import fails the lint instead of waiting for a reviewer. Flat config does not
@@ -28,7 +28,7 @@ const upward = (folders, ...extra) => ({
     'error',
     {
       patterns: [
-        ...(folders.length > 0 ? [{ regex: into(...folders), message: `A lower folder must not import from ${folders.join(', ')} (README "Layout").` }] : []),
+        ...(folders.length > 0 ? [{ regex: into(...folders), message: `A lower folder must not import from ${folders.join(', ')} (docs/layout.md).` }] : []),
         ...extra,
       ],
     },

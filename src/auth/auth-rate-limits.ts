@@ -46,7 +46,7 @@ export function tightest(states: readonly LimitState[]): LimitState | undefined 
  * store. The window is chosen from the injected clock and is part of the key, so windows are
  * testable without sleeping and agree across replicas; the store's TTL (one window) only
  * cleans up. As with every fixed window, a burst straddling a window edge can see up to twice
- * the limit (README).
+ * the limit (the API guide's "Rate limits").
  */
 export class AuthRateLimits {
   readonly #limiters: Record<LimitedAction, { limiter: Limiter; policy: PolicyName; points: number; windowSeconds: number }>;

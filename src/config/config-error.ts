@@ -38,6 +38,19 @@ function numberWhereStringExpected(error: ErrorObject, literal: (pointer: string
 }
 
 /**
+ * `exactly one of { file } or { env }`: the wording for an object that takes exactly one of its
+ * members (a secret reference), read from the schema itself so that its `description` is free to
+ * say what the setting is (the configuration reference prints it).
+ */
+function exactlyOne(schema: Record<string, unknown> | undefined): string | undefined {
+  const properties = schema?.['properties'];
+  if (schema?.['minProperties'] !== 1 || schema['maxProperties'] !== 1 || typeof properties !== 'object' || properties === null) return undefined;
+  return `must be exactly one of ${Object.keys(properties)
+    .map((name) => `{ ${name} }`)
+    .join(' or ')}`;
+}
+
+/**
  * One `file: field: problem` line per schema problem. `literal` gives the text of a value as the
  * file has it (errors must come from a validator with `verbose: true`, which hands over the data).
  */
@@ -74,7 +87,7 @@ export function describeAjvErrors(file: string, errors: readonly ErrorObject[], 
       const allowed = error.params['allowedValues'] ?? [error.params['allowedValue']];
       problem = `must be one of ${JSON.stringify(allowed)}`;
     } else if (error.keyword === 'minProperties' || error.keyword === 'maxProperties') {
-      problem = error.parentSchema?.['description'] ? `must be ${String(error.parentSchema['description'])}` : problem;
+      problem = exactlyOne(error.parentSchema) ?? problem;
     }
     const line = `${file}: ${fieldPath(path)}: ${problem}`;
     if (!seen.has(line)) {

@@ -4,8 +4,8 @@ import { ConfigFileSchema, type ConfigFile } from './config-schema.js';
 import { readYamlFile } from './read-yaml-file.js';
 import { isRecord } from './schema-parts.js';
 
-// verbose: describeAjvErrors reads a schema's `description` to word some problems (SecretRef),
-// and a value's data to hint at YAML's numbers.
+// verbose: describeAjvErrors reads the schema of a value to word some problems (SecretRef), and
+// the value's data to hint at YAML's numbers.
 const validateFile = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true }).compile<ConfigFile>(ConfigFileSchema);
 
 /**

@@ -5,43 +5,84 @@ import { Type, type Static } from '@sinclair/typebox';
  * file (`{ file: /run/secrets/x }`, relative paths from the config file's folder) or an
  * environment variable (`{ env: NAME }`).
  */
-export const SecretRefSchema = Type.Object(
-  {
-    file: Type.Optional(Type.String({ minLength: 1 })),
-    env: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
-  },
-  { additionalProperties: false, minProperties: 1, maxProperties: 1, description: 'exactly one of { file } or { env }' },
-);
+const secretRefMembers = {
+  file: Type.Optional(Type.String({ minLength: 1 })),
+  env: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
+};
+/** A secret reference; `description` says what the secret is (the configuration reference prints it). */
+const Secret = (description: string) => Type.Object(secretRefMembers, { additionalProperties: false, minProperties: 1, maxProperties: 1, description });
+export const SecretRefSchema = Secret('a secret: `{ file: PATH }` or `{ env: VARIABLE }`');
 export type SecretRef = Static<typeof SecretRefSchema>;
 
-const Port = Type.Integer({ minimum: 0, maximum: 65535 });
-const CardRecordKey = Type.Object(
-  { kid: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'key id written into every record the key seals' }), key: SecretRefSchema },
-  { additionalProperties: false },
-);
+const Port = Type.Integer({ minimum: 0, maximum: 65535, description: 'port to listen on' });
+const CardRecordKey = (description: string) =>
+  Type.Object(
+    {
+      kid: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'key id written into every record the key seals (D37)' }),
+      key: Secret('32 bytes, written as 64 hex digits or base64'),
+    },
+    { additionalProperties: false, description },
+  );
 /** A Redis node or sentinel as `host:port` (IPv6 in brackets). */
 const RedisNode = Type.String({ pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]/]+):[0-9]{1,5}$', description: 'host:port' });
-const Listener = Type.Object({ host: Type.String({ minLength: 1 }), port: Port }, { additionalProperties: false });
-const PositiveInt = (options: { maximum?: number; default?: number } = {}) => Type.Integer({ minimum: 1, ...options });
+const Listener = (description: string) =>
+  Type.Object({ host: Type.String({ minLength: 1, description: 'address to listen on' }), port: Port }, { additionalProperties: false, description });
+const PositiveInt = (options: { maximum?: number; default?: number; description?: string } = {}) => Type.Integer({ minimum: 1, ...options });
 const Millis = (minimum: number, maximum: number, value: number, description: string) => Type.Integer({ minimum, maximum, default: value, description });
-const Window = (points: number, windowSeconds: number) =>
+const Window = (points: number, windowSeconds: number, description: string) =>
   Type.Object(
-    { points: PositiveInt({ default: points }), windowSeconds: PositiveInt({ default: windowSeconds }) },
-    { additionalProperties: false, default: {} },
+    {
+      points: PositiveInt({ default: points, description: 'requests allowed per window' }),
+      windowSeconds: PositiveInt({
+        default: windowSeconds,
+        description: 'length of the window; windows are fixed, so a burst across an edge can see twice the limit',
+      }),
+    },
+    { additionalProperties: false, default: {}, description },
   );
 
 export const ConfigFileSchema = Type.Object(
   {
-    environment: Type.Union([Type.Literal('local'), Type.Literal('sandbox'), Type.Literal('production')]),
+    environment: Type.Union([Type.Literal('local'), Type.Literal('sandbox'), Type.Literal('production')], {
+      description: 'the environment this process serves; one process serves one environment (D8), and production refuses unsafe settings (D32)',
+    }),
     listeners: Type.Object(
       {
-        https: Listener,
-        plainHttp: Type.Optional(Listener),
-        admin: Type.Object({ host: Type.String({ minLength: 1, default: '127.0.0.1' }), port: Port }, { additionalProperties: false }),
+        https: Listener('the TLS API listener'),
+        plainHttp: Type.Optional(
+          Listener(
+            'a plain-HTTP listener: it answers 403 "HTTPS is required" (D9) unless a trusted proxy reports `X-Forwarded-Proto: https` (TLS terminated at the proxy)',
+          ),
+        ),
+        admin: Type.Object(
+          {
+            host: Type.String({
+              minLength: 1,
+              default: '127.0.0.1',
+              description: 'address to listen on; loopback unless the scraper needs an internal interface',
+            }),
+            port: Port,
+          },
+          {
+            additionalProperties: false,
+            description:
+              "the admin listener: `/metrics`, `/healthz`, `/readyz`, `/openapi.json` (D22). The examples use 8442, beside the API's 8443: no usual neighbour of a gateway (Prometheus, Alertmanager, exporters, Grafana, cAdvisor, the OpenTelemetry Collector, Envoy) listens there by default",
+          },
+        ),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'where the gateway listens' },
     ),
-    tls: Type.Object({ cert: SecretRefSchema, key: SecretRefSchema }, { additionalProperties: false }),
+    tls: Type.Object(
+      {
+        cert: Secret('the PEM certificate (with its chain) of the API listener'),
+        key: Secret('its PEM private key'),
+      },
+      {
+        additionalProperties: false,
+        description:
+          "the API listener's certificate: TLS 1.2 (ECDHE with AES-GCM or ChaCha20-Poly1305 only) and TLS 1.3. A certificate (this one or `connector.tls.cert`) that ends within 14 days is a warning at start, reload and `--check-config`; an expired one stops a production start (D51)",
+      },
+    ),
     // D25: what a connection may cost before it has to show it is a real client.
     edge: Type.Object(
       {
@@ -49,156 +90,259 @@ export const ConfigFileSchema = Type.Object(
         headersTimeoutMs: Millis(100, 10_000, 10_000, 'request headers must arrive within this'),
         requestTimeoutMs: Millis(100, 30_000, 30_000, 'the whole request must arrive within this'),
         keepAliveTimeoutMs: Millis(100, 10_000, 5_000, 'an idle keep-alive connection is closed after this'),
-        maxConnections: PositiveInt({ maximum: 1_000_000, default: 1024 }),
-        maxOutsiderConnections: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 64 }),
+        maxConnections: PositiveInt({
+          maximum: 1_000_000,
+          default: 1024,
+          description: 'concurrent connections on the public listeners; more are closed at accept',
+        }),
+        maxOutsiderConnections: Type.Integer({
+          minimum: 0,
+          maximum: 1_000_000,
+          default: 64,
+          description: 'of those, connections from direct peers outside the allowlist; more are closed at accept, before any TLS work',
+        }),
       },
-      { additionalProperties: false, default: {} },
+      { additionalProperties: false, default: {}, description: 'connection deadlines and caps (D25; see "Hostile traffic" in the operations guide)' },
     ),
-    trustedProxies: Type.Array(Type.String(), { default: [] }),
-    allowlist: Type.Array(Type.String(), { minItems: 1 }),
+    trustedProxies: Type.Array(Type.String(), {
+      default: [],
+      description:
+        'CIDRs of load balancers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed. Never a hop count: a hop count trusts whatever the client wrote',
+    }),
+    allowlist: Type.Array(Type.String(), {
+      minItems: 1,
+      description: 'client CIDRs, IPv4 and IPv6 (D10); IPv4 entries must be four-part decimal; IPv4-mapped IPv6 clients are matched as IPv4',
+    }),
     store: Type.Object(
       {
-        kind: Type.Union([Type.Literal('memory'), Type.Literal('redis')]),
+        kind: Type.Union([Type.Literal('memory'), Type.Literal('redis')], { description: '`memory` (one process only) or `redis` (shared by every replica)' }),
         // D35: exactly one of url, sentinel or cluster (checked by the loader, one clear line).
         redis: Type.Optional(
           Type.Object(
             {
-              url: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+              url: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'one server, `redis://` or `rediss://` (TLS)' })),
               sentinel: Type.Optional(
                 Type.Object(
                   {
-                    masterName: Type.String({ minLength: 1 }),
-                    nodes: Type.Array(RedisNode, { minItems: 1 }),
-                    password: Type.Optional(SecretRefSchema),
+                    masterName: Type.String({ minLength: 1, description: 'the master group the sentinels watch' }),
+                    nodes: Type.Array(RedisNode, { minItems: 1, description: 'the sentinels to ask for the master' }),
+                    password: Type.Optional(Secret('only when the sentinels require a password of their own')),
                   },
-                  { additionalProperties: false },
+                  { additionalProperties: false, description: 'a master with replicas, promoted by Redis Sentinel when it fails' },
                 ),
               ),
-              cluster: Type.Optional(Type.Object({ nodes: Type.Array(RedisNode, { minItems: 1 }) }, { additionalProperties: false })),
-              password: Type.Optional(SecretRefSchema),
+              cluster: Type.Optional(
+                Type.Object(
+                  { nodes: Type.Array(RedisNode, { minItems: 1, description: 'any reachable nodes; the rest is discovered' }) },
+                  { additionalProperties: false, description: 'Redis Cluster: high availability and sharding; `keyPrefix` must not contain `{` or `}`' },
+                ),
+              ),
+              password: Type.Optional(Secret('the Redis password; production needs one, read from a `{ file }` (D50)')),
               tls: Type.Optional(
                 Type.Object(
-                  { ca: Type.Optional(SecretRefSchema), servername: Type.Optional(Type.String({ minLength: 1 })) },
-                  { additionalProperties: false, description: 'TLS to every Redis node and sentinel' },
+                  {
+                    ca: Type.Optional(Secret("the CA to trust instead of the system's")),
+                    servername: Type.Optional(Type.String({ minLength: 1, description: 'the name to check the certificates against' })),
+                  },
+                  { additionalProperties: false, description: 'TLS to every Redis node and sentinel (a `rediss://` url turns it on by itself)' },
                 ),
               ),
-              keyPrefix: Type.String({ minLength: 1 }),
-              commandTimeoutMs: PositiveInt({ maximum: 5000, default: 300 }),
-              connectTimeoutMs: PositiveInt({ maximum: 10000, default: 500 }),
-              replicasToAck: Type.Integer({ minimum: 0, maximum: 5, default: 0 }),
+              keyPrefix: Type.String({ minLength: 1, description: "namespace of this environment's keys, e.g. `cig:production:` (D8)" }),
+              commandTimeoutMs: PositiveInt({ maximum: 5000, default: 300, description: 'every command fails after this; no offline queue (D23)' }),
+              connectTimeoutMs: PositiveInt({ maximum: 10000, default: 500, description: 'a connection attempt fails after this (D23)' }),
+              replicasToAck: Type.Integer({
+                minimum: 0,
+                maximum: 5,
+                default: 0,
+                description: "replicas that must acknowledge a card's idempotency record (`WAIT`) before the client is answered",
+              }),
             },
-            { additionalProperties: false },
+            {
+              additionalProperties: false,
+              description: 'required when `kind` is `redis`: exactly one of `url`, `sentinel` or `cluster` (D35); the other settings apply to all three',
+            },
           ),
         ),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'where the shared state lives (refresh-token families, idempotency records, rate-limit counters, lockouts)' },
     ),
     connector: Type.Object(
       {
-        url: Type.String({ pattern: '^https?://[^/?#]+/?$' }),
-        timeoutMs: PositiveInt({ maximum: 120000, default: 5000 }),
-        connections: PositiveInt({ maximum: 1024, default: 64 }),
-        maxAnswerBytes: PositiveInt({ maximum: 1_048_576, default: 65_536 }),
+        url: Type.String({ pattern: '^https?://[^/?#]+/?$', description: 'base URL of the processor-connector (no path)' }),
+        timeoutMs: PositiveInt({
+          maximum: 120000,
+          default: 5000,
+          description:
+            'the whole answer must arrive within this, counted from the decision to forward (waiting for a pooled connection included); past it the client gets 504 (D19)',
+        }),
+        connections: PositiveInt({ maximum: 1024, default: 64, description: 'keep-alive pool size' }),
+        maxAnswerBytes: PositiveInt({ maximum: 1_048_576, default: 65_536, description: 'largest connector answer read; a bigger one is a 502' }),
         tls: Type.Optional(
           Type.Object(
-            { ca: Type.Optional(SecretRefSchema), cert: Type.Optional(SecretRefSchema), key: Type.Optional(SecretRefSchema) },
-            { additionalProperties: false },
+            {
+              ca: Type.Optional(Secret("the CA to trust instead of the system's; the certificate is always verified")),
+              cert: Type.Optional(Secret('client certificate, for mutual TLS')),
+              key: Type.Optional(Secret('its private key')),
+            },
+            { additionalProperties: false, description: 'TLS to an `https://` connector' },
           ),
         ),
-        sharedSecret: Type.Optional(SecretRefSchema),
+        sharedSecret: Type.Optional(Secret('sent as `X-Gateway-Secret`, where the connector wants a gateway-held secret instead of mutual TLS')),
         startSandbox: Type.Boolean({
           default: false,
-          description: 'environment local only: start the sandbox connector in-process on connector.url',
+          description:
+            'environment local only: start the sandbox connector in-process on connector.url, which must then be an `http://` URL (`npm run connector` serves TLS and mutual TLS)',
         }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'the processor-connector the cards are forwarded to (see the connector contract)' },
     ),
     rateLimits: Type.Object(
       {
-        login: Window(5, 60),
-        refresh: Window(5, 60),
-        loginPerAddress: Window(30, 60),
-        // D48: per credential, shared by replicas; reads are GET of one card and listing together.
-        cardReads: Window(300, 60),
-        cardStatusChanges: Window(60, 60),
+        login: Window(5, 60, 'login attempts per submitted username, known or not (D11)'),
+        refresh: Window(5, 60, 'refreshes per credential (D11)'),
+        loginPerAddress: Window(30, 60, 'login attempts per client address (IPv6 per /64), checked first (D27)'),
+        // D48: per credential, shared by replicas.
+        cardReads: Window(300, 60, 'card reads per credential: reading one card and listing together (D48)'),
+        cardStatusChanges: Window(60, 60, 'card status changes per credential (D48)'),
         loginLockout: Type.Object(
           {
-            maxConsecutiveFailures: PositiveInt({ default: 10 }),
-            lockoutSeconds: PositiveInt({ default: 1800 }),
+            maxConsecutiveFailures: PositiveInt({ default: 10, description: 'consecutive failed logins that lock a username; a success resets the count' }),
+            lockoutSeconds: PositiveInt({ default: 1800, description: 'how long the lock lasts (429)' }),
           },
-          { additionalProperties: false, default: {} },
+          { additionalProperties: false, default: {}, description: 'the failed-login lockout (D11a)' },
         ),
       },
-      { additionalProperties: false, default: {} },
+      { additionalProperties: false, default: {}, description: 'counted in the shared store, all checked before any password hashing' },
     ),
     // D27: scrypt runs on the libuv pool; past these, login answers 503 at once instead of queueing.
     passwordHashing: Type.Object(
       {
-        maxConcurrent: Type.Optional(PositiveInt({ maximum: 1024 })),
-        maxConcurrentPerAddress: Type.Optional(PositiveInt({ maximum: 1024 })),
+        maxConcurrent: Type.Optional(
+          PositiveInt({ maximum: 1024, description: 'password hashes running at once; default: the libuv pool size (`UV_THREADPOOL_SIZE`, 4)' }),
+        ),
+        maxConcurrentPerAddress: Type.Optional(PositiveInt({ maximum: 1024, description: 'of those, per client address; default: half of `maxConcurrent`' })),
       },
-      { additionalProperties: false, default: {} },
+      { additionalProperties: false, default: {}, description: 'past either bound, login answers 503 `server_busy` at once (D27)' },
     ),
     tokens: Type.Object(
       {
-        issuer: Type.String({ minLength: 1 }),
-        audience: Type.String({ minLength: 1 }),
-        algorithm: Type.Union([Type.Literal('EdDSA'), Type.Literal('ES256')], { default: 'EdDSA' }),
-        accessTokenTtlSeconds: PositiveInt({ maximum: 3600, default: 3600 }),
-        refreshTokenTtlSeconds: PositiveInt({ maximum: 86400, default: 86400 }),
+        issuer: Type.String({ minLength: 1, description: 'names the environment; verified on every token (D1, D8)' }),
+        audience: Type.String({ minLength: 1, description: 'names the environment; verified on every token (D1, D8)' }),
+        algorithm: Type.Union([Type.Literal('EdDSA'), Type.Literal('ES256')], { default: 'EdDSA', description: 'EdDSA (Ed25519) or ES256' }),
+        accessTokenTtlSeconds: PositiveInt({ maximum: 3600, default: 3600, description: 'access token lifetime (spec 8)' }),
+        refreshTokenTtlSeconds: PositiveInt({ maximum: 86400, default: 86400, description: 'refresh token lifetime (spec 8)' }),
         // D41: every session's absolute end, counted from its login; rotations never move it.
-        sessionMaxAgeHours: Type.Integer({ minimum: 1, maximum: 720, default: 168 }),
-        refreshGraceSeconds: Type.Integer({ minimum: 0, maximum: 60, default: 60 }),
-        clockToleranceSeconds: Type.Integer({ minimum: 0, maximum: 60, default: 5 }),
-        verifiedTokenCacheSize: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 10000 }),
-        signingKey: Type.Object({ kid: Type.String({ minLength: 1 }), privateKey: SecretRefSchema }, { additionalProperties: false }),
-        verificationKeys: Type.Array(Type.Object({ kid: Type.String({ minLength: 1 }), publicKey: SecretRefSchema }, { additionalProperties: false }), {
-          default: [],
+        sessionMaxAgeHours: Type.Integer({
+          minimum: 1,
+          maximum: 720,
+          default: 168,
+          description:
+            "every session's absolute end after its login: refreshes never move it, and `refreshTokenExpiresAt` is the earlier of the token's lifetime and that end (D41)",
         }),
+        refreshGraceSeconds: Type.Integer({
+          minimum: 0,
+          maximum: 60,
+          default: 60,
+          description: 'a rotated refresh token keeps refreshing this long after its first use (D5)',
+        }),
+        clockToleranceSeconds: Type.Integer({ minimum: 0, maximum: 60, default: 5, description: 'skew allowed on `exp` and `iat`' }),
+        verifiedTokenCacheSize: Type.Integer({
+          minimum: 0,
+          maximum: 1_000_000,
+          default: 10000,
+          description:
+            'access tokens whose signature check is cached until `exp` (0 disables); permissions and deactivation are still checked on every request',
+        }),
+        signingKey: Type.Object(
+          { kid: Type.String({ minLength: 1, description: "key id, in every token's header" }), privateKey: Secret('the PKCS#8 PEM private key') },
+          { additionalProperties: false, description: 'the key that signs new tokens; its public half is always accepted' },
+        ),
+        verificationKeys: Type.Array(
+          Type.Object({ kid: Type.String({ minLength: 1, description: 'key id' }), publicKey: Secret('the PEM public key') }, { additionalProperties: false }),
+          {
+            default: [],
+            description: 'retired (or upcoming) keys still accepted; all are published at `/.well-known/jwks.json` (D24)',
+          },
+        ),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'the session tokens (D1-D5)' },
     ),
-    credentialsFile: Type.String({ minLength: 1 }),
+    credentialsFile: Type.String({ minLength: 1, description: 'the operator-edited credentials file (its settings are listed below)' }),
     issuingAccounts: Type.Record(
       Type.String({ minLength: 1 }),
-      Type.Object({ currencies: Type.Array(Type.String({ pattern: '^[A-Z]{3}$' }), { minItems: 1, uniqueItems: true }) }, { additionalProperties: false }),
+      Type.Object(
+        {
+          currencies: Type.Array(Type.String({ pattern: '^[A-Z]{3}$' }), {
+            minItems: 1,
+            uniqueItems: true,
+            description: 'ISO 4217 codes enabled for the account, e.g. `[EUR, USD]`',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'the issuing accounts, by name, and the currencies each may issue in' },
     ),
     cards: Type.Object(
       {
         // D37: records carry the id of the key that sealed them; older keys still open theirs.
-        encryptionKey: CardRecordKey,
-        previousEncryptionKeys: Type.Array(CardRecordKey, { default: [] }),
-        idempotencyTtlSeconds: PositiveInt({ maximum: 7 * 86400, default: 86400 }),
-        bodyLimitBytes: PositiveInt({ maximum: 1048576, default: 16384 }),
-        maxWaitersPerKey: PositiveInt({ maximum: 100_000, default: 100 }),
+        encryptionKey: CardRecordKey('the key that seals PAN and CVC (AES-256-GCM) in idempotency records (D18); every record carries its `kid` (D37)'),
+        previousEncryptionKeys: Type.Array(CardRecordKey('a retired key'), {
+          default: [],
+          description:
+            'keys retired from sealing that still open the records they sealed; a record no configured key opens answers 500 `record_unreadable` (see the card-record key rotation runbook)',
+        }),
+        idempotencyTtlSeconds: PositiveInt({ maximum: 7 * 86400, default: 86400, description: 'replay window of a `requestId` (D17)' }),
+        bodyLimitBytes: PositiveInt({ maximum: 1048576, default: 16384, description: 'request body limit; above it 413 (D14)' }),
+        maxWaitersPerKey: PositiveInt({
+          maximum: 100_000,
+          default: 100,
+          description: 'concurrent duplicates of one `requestId` that wait in one process; more get 409 at once',
+        }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'card creation' },
     ),
     audit: Type.Object(
       {
-        file: Type.String({ minLength: 1 }),
-        fsync: Type.Boolean({ default: false }),
-        maxDenialLinesPerMinute: PositiveInt({ maximum: 1_000_000, default: 1000 }),
+        file: Type.String({ minLength: 1, description: 'the JSON-lines audit trail (D21), created mode 0640 and reopened on `SIGHUP` (log rotation)' }),
+        fsync: Type.Boolean({ default: false, description: '`true` flushes every write to disk' }),
+        maxDenialLinesPerMinute: PositiveInt({
+          maximum: 1_000_000,
+          default: 1000,
+          description: 'refusal summaries written per minute at most; the rest are counted in one overflow line (D25)',
+        }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'the audit trail' },
     ),
     // D38: behind a load balancer, /readyz turns 503 at SIGTERM and the listeners keep serving
     // for delaySeconds (so the balancer stops sending), then stop accepting and drain.
     shutdown: Type.Object(
       {
-        delaySeconds: Type.Integer({ minimum: 0, maximum: 120, default: 0 }),
-        drainTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 300, default: 25 }),
+        delaySeconds: Type.Integer({
+          minimum: 0,
+          maximum: 120,
+          default: 0,
+          description: 'after SIGTERM, `/readyz` answers 503 and the listeners keep serving this long',
+        }),
+        drainTimeoutSeconds: Type.Integer({
+          minimum: 1,
+          maximum: 300,
+          default: 25,
+          description: 'then they stop accepting and drain in-flight requests for at most this long',
+        }),
       },
-      { additionalProperties: false, default: {} },
+      { additionalProperties: false, default: {}, description: 'the SIGTERM sequence (D38)' },
     ),
     logging: Type.Object(
       {
         level: Type.Union(
           ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
-          { default: 'info' },
+          {
+            default: 'info',
+            description: 'pino level of the JSON logs on stdout; one line per request at `debug` only; production refuses `debug` and `trace` (D32)',
+          },
         ),
       },
-      { additionalProperties: false, default: {} },
+      { additionalProperties: false, default: {}, description: 'the logs (see "Logs" in the operations guide)' },
     ),
   },
   { additionalProperties: false },

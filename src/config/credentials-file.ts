@@ -11,21 +11,31 @@ import { parsePasswordHash, passwordHashFingerprint, type ParsedHash } from '../
 export const PERMISSIONS = ['cards:create', 'cards:reveal', 'cards:read', 'cards:update'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
-const CredentialsFileSchema = Type.Object(
+export const CredentialsFileSchema = Type.Object(
   {
     credentials: Type.Array(
       Type.Object(
         {
-          id: Type.String({ pattern: '^[A-Za-z0-9._:-]{1,64}$' }),
-          username: Type.String({ minLength: 1, maxLength: 128 }),
-          passwordHash: Type.String({ minLength: 1 }),
-          issuingAccount: Type.String({ minLength: 1 }),
-          permissions: Type.Array(Type.Union(PERMISSIONS.map((p) => Type.Literal(p))), { uniqueItems: true }),
-          addressRanges: Type.Array(Type.String(), { default: [] }),
-          active: Type.Boolean(),
+          id: Type.String({ pattern: '^[A-Za-z0-9._:-]{1,64}$', description: "the credential's id: the subject of its tokens" }),
+          username: Type.String({ minLength: 1, maxLength: 128, description: 'what the client logs in with' }),
+          passwordHash: Type.String({
+            minLength: 1,
+            description:
+              "scrypt (N=2^14, r=8, p=1, a salt per credential); make it with `npm run hash-password`. A new hash ends the credential's sessions (D41)",
+          }),
+          issuingAccount: Type.String({ minLength: 1, description: "one of the config's `issuingAccounts`" }),
+          permissions: Type.Array(Type.Union(PERMISSIONS.map((p) => Type.Literal(p))), { uniqueItems: true, description: 'what the credential may do, exactly: none implies another (cards:create, cards:reveal, cards:read, cards:update)' }),
+          addressRanges: Type.Array(Type.String(), {
+            default: [],
+            description: 'CIDRs the credential may be used from; empty means any address the allowlist admits',
+          }),
+          active: Type.Boolean({
+            description: '`false` cuts off its next request of any kind, issued tokens included (D7), and ends its sessions for good (D41)',
+          }),
         },
         { additionalProperties: false },
       ),
+      { description: 'one entry per API credential' },
     ),
   },
   { additionalProperties: false },

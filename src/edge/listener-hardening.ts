@@ -62,7 +62,7 @@ export interface HardeningDeps {
  * nor a trusted proxy can only ever be told 403, so such peers share a small budget of their
  * own and are closed at accept beyond it, before any TLS work: they cannot crowd out allowlisted
  * clients. Behind a trusted proxy the client address is only known from headers, so there the
- * proxy's own limits have to do this job (README).
+ * proxy's own limits have to do this job (docs/operations.md, "Hostile traffic").
  */
 class ConnectionBudget {
   #open = 0;

@@ -6,7 +6,7 @@ import { GatewayMetrics } from '../../src/observability/metrics.js';
 /**
  * Issue 21, one vocabulary: the label values that say why a request was refused are the error
  * codes the client got, except a short list of finer causes (each sharing its code with a
- * sibling), and the README's table of codes says where each code is counted.
+ * sibling), and the table of codes in docs/operations/metrics.md says where each code is counted.
  */
 
 /** Refusal labels whose values must be codes or one of FINER_CAUSES. */
@@ -25,12 +25,12 @@ const FINER_CAUSES: Record<string, ErrorCode | undefined> = {
   tls: undefined,
 };
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const metricsPage = readFileSync(new URL('../../docs/operations/metrics.md', import.meta.url), 'utf8');
 
-/** The rows of the README's table of codes and metrics, by code. */
+/** The rows of the metrics page's table of codes and metrics, by code. */
 function codeTable(): Map<string, string> {
-  const lines = readme.split('\n');
-  const start = lines.indexOf('### Error codes and the metrics that count them');
+  const lines = metricsPage.split('\n');
+  const start = lines.indexOf('## Error codes and the metrics that count them');
   expect(start).toBeGreaterThanOrEqual(0);
   const rows = new Map<string, string>();
   for (const line of lines.slice(start + 1)) {
@@ -57,7 +57,7 @@ describe('one vocabulary for error codes and metric labels', () => {
     }
   });
 
-  it("lists every code in the README's table, in catalogue order, each row naming the label values that count it", async () => {
+  it("lists every code in the metrics page's table, in catalogue order, each row naming the label values that count it", async () => {
     const table = codeTable();
     expect([...table.keys()]).toEqual([...ALL_ERROR_CODES]);
     for (const { metric, label } of REFUSAL_LABELS) {
