@@ -36,6 +36,8 @@ async function startReplica(store: RedisStore, clock: ManualClock, timeoutMs = 3
     credentials: LIFECYCLE_CREDENTIALS,
     overrides: {
       trustedProxies: [],
+      // One test client stands for many: the per-address budgets (D53) are not under test here.
+      limits: { perAddress: { requestsPerSecond: 100_000, inFlight: 10_000, connectionsPerSecond: 100_000 } },
       connector: { url: `http://127.0.0.1:${connectorPort}`, timeoutMs },
       rateLimits: {
         login: { points: 1000, windowSeconds: 60 },
