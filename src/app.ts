@@ -10,7 +10,11 @@ import { TokenService } from './auth/token-service.js';
 import { buildInfo as processBuildInfo } from './build-info.js';
 import type { CardPorts } from './cards/card-ports.js';
 import { CardSealer } from './cards/card-sealing.js';
+import { CardCursorSealer } from './cards/card-cursor.js';
+import { cardStatusChanging } from './cards/change-card-status.js';
 import { cardCreation } from './cards/create-card.js';
+import { cardListing } from './cards/list-cards.js';
+import { cardReading } from './cards/read-card.js';
 import { LiveSettings } from './config/live-settings.js';
 import type { GatewayConfig } from './config/config-types.js';
 import { createConnectorClient } from './connector/connector-client.js';
@@ -24,6 +28,8 @@ import { createClientErrorHandler, publicServers, type HardeningDeps, type Publi
 import { installNotFound } from './edge/not-found.js';
 import { installRateLimits, permissionHook } from './edge/route-policy.js';
 import { registerCardRoute } from './edge/routes/card-route.js';
+import { registerCardReadRoutes } from './edge/routes/card-read-routes.js';
+import { registerCardStatusRoute } from './edge/routes/card-status-route.js';
 import { registerJwksRoute } from './edge/routes/jwks-route.js';
 import { registerLoginRoute } from './edge/routes/login-route.js';
 import { registerLogoutRoute } from './edge/routes/logout-route.js';
@@ -125,10 +131,14 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     connector,
     outcomes,
     sealer: new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys),
+    cursors: new CardCursorSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys),
     live,
     settings: config,
   };
   const createCard = cardCreation(cards);
+  const readCard = cardReading(cards);
+  const listCards = cardListing(cards);
+  const changeCardStatus = cardStatusChanging(cards);
   const limits = new AuthRateLimits(store, config.rateLimits, clock);
 
   // HTTP.
@@ -165,6 +175,9 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     // A URL Fastify cannot decode is answered before any hook: render it as the envelope too.
     frameworkErrors: createFrameworkErrorHandler({ live, clock }),
     bodyLimit: config.cards.bodyLimitBytes,
+    // A card id of any length reaches its route, which answers an impossible one like an unknown
+    // one (404 card_not_found, D43); the URL as a whole is capped at 8 KiB by the edge (D25).
+    maxParamLength: 8192,
     forceCloseConnections: 'idle',
     // edge-guards.ts answers requests that arrive while draining, with the envelope.
     return503OnClosing: false,
@@ -194,6 +207,8 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     registerRefreshRoute(scope, sessions);
     registerLogoutRoute(scope, sessions);
     registerCardRoute(scope, createCard, config.cards);
+    registerCardReadRoutes(scope, { readCard, listCards });
+    registerCardStatusRoute(scope, changeCardStatus, config.cards);
     deps.extend?.protected?.(scope);
   });
 

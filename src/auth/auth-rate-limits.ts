@@ -3,11 +3,21 @@ import type { Clock } from '../foundation/clock.js';
 import type { GatewayConfig } from '../config/config-types.js';
 import type { GatewayStore, Limiter } from '../store/store-types.js';
 
-/** `login` counts per submitted username, `loginAddress` per client address, `refresh` per credential. */
-export type LimitedAction = 'login' | 'loginAddress' | 'refresh';
+/**
+ * `login` counts per submitted username, `loginAddress` per client address, `refresh` per
+ * credential; `cardRead` (reading one card and listing) and `cardStatus` (status changes) per
+ * credential too (D48).
+ */
+export type LimitedAction = 'login' | 'loginAddress' | 'refresh' | 'cardRead' | 'cardStatus';
 
 /** Each limit's name: its policy in the RateLimit-Policy and RateLimit headers (D49), and its `limiter` metric label. */
-export const POLICY_NAMES = { login: 'login', loginAddress: 'login_address', refresh: 'refresh' } as const satisfies Record<LimitedAction, string>;
+export const POLICY_NAMES = {
+  login: 'login',
+  loginAddress: 'login_address',
+  refresh: 'refresh',
+  cardRead: 'card_read',
+  cardStatus: 'card_status',
+} as const satisfies Record<LimitedAction, string>;
 export type PolicyName = (typeof POLICY_NAMES)[LimitedAction];
 
 /** Where one limit stands after counting a request. */
@@ -57,6 +67,8 @@ export class AuthRateLimits {
       login: make('login', 'login', settings.login),
       loginAddress: make('loginAddress', 'login-addr', settings.loginPerAddress),
       refresh: make('refresh', 'refresh', settings.refresh),
+      cardRead: make('cardRead', 'card-read', settings.cardReads),
+      cardStatus: make('cardStatus', 'card-status', settings.cardStatusChanges),
     };
   }
 

@@ -2,7 +2,7 @@ import type { Credential, Permission } from '../config/credentials-file.js';
 import { UNKNOWN_CREATOR } from '../store/store-types.js';
 
 /**
- * Who may do what to a card, decided here once (D13, D28). The route declares the permissions
+ * Who may do what to a card, decided here once (D13, D28, D47: no permission implies another). The route declares the permissions
  * of its operation from `cardPermissions` (checked before the body is read, and audited), the
  * use case checks the same list with `missingPermission` (it takes plain inputs and holds
  * without the edge), and `mayReveal` is the whole reveal rule.
@@ -22,6 +22,10 @@ export const REVEAL_NEED = need('cards:reveal', 'Permission cards:reveal is requ
 /** Each operation's needs, masked and with revealDetails=true; frozen, so a request allocates none. */
 const NEEDS = {
   create: { masked: Object.freeze([need('cards:create')]), revealed: Object.freeze([need('cards:create'), REVEAL_NEED]) },
+  read: { masked: Object.freeze([need('cards:read')]), revealed: Object.freeze([need('cards:read'), REVEAL_NEED]) },
+  // A list is always masked (revealDetails is refused there by its query schema).
+  list: { masked: Object.freeze([need('cards:read')]), revealed: Object.freeze([need('cards:read')]) },
+  update: { masked: Object.freeze([need('cards:update')]), revealed: Object.freeze([need('cards:update')]) },
 } as const;
 
 export type CardOperation = keyof typeof NEEDS;

@@ -4,12 +4,13 @@ import type { ConnectorClient } from '../connector/connector-port.js';
 import type { Clock } from '../foundation/clock.js';
 import type { Outcomes } from '../observability/outcomes.js';
 import type { GatewayStore } from '../store/store-types.js';
+import type { CardCursorSealer } from './card-cursor.js';
 import type { CardSealer } from './card-sealing.js';
 
 /**
  * What every card use case is built on, built once by the app factory: the shared store, the
  * connector port, the outcome recorder (every metric, audit line and card log line), the
- * card-record sealer, the reloadable settings and the fixed ones.
+ * card-record sealer and the cursor sealer, the reloadable settings and the fixed ones.
  */
 export interface CardPorts {
   readonly store: GatewayStore;
@@ -17,6 +18,8 @@ export interface CardPorts {
   readonly connector: ConnectorClient;
   readonly outcomes: Outcomes;
   readonly sealer: CardSealer;
+  /** Seals the list cursors handed to clients (D44), with keys derived from the card-record keys. */
+  readonly cursors: CardCursorSealer;
   readonly live: LiveSettings;
   readonly settings: { readonly connector: GatewayConfig['connector']; readonly cards: GatewayConfig['cards'] };
 }

@@ -11,7 +11,7 @@ const digits = (text: string, from: number, length: number): number => Number(te
  * `YYYY-MM-DDTHH:MM:SS[.fff]Z`; here month, day (leap years included), hour, minute and second
  * must exist. Arithmetic, not Date.parse, which would roll 2026-02-30 over to March.
  */
-function isCalendarValid(timestamp: string): boolean {
+export function isCalendarValid(timestamp: string): boolean {
   const year = digits(timestamp, 0, 4);
   const month = digits(timestamp, 5, 2);
   const day = digits(timestamp, 8, 2);

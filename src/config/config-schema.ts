@@ -229,6 +229,9 @@ export const ConfigFileSchema = Type.Object(
         login: Window(5, 60, 'login attempts per submitted username, known or not (D11)'),
         refresh: Window(5, 60, 'refreshes per credential (D11)'),
         loginPerAddress: Window(30, 60, 'login attempts per client address (IPv6 per /64), checked first (D27)'),
+        // D48: per credential, shared by replicas.
+        cardReads: Window(300, 60, 'card reads per credential: reading one card and listing together (D48)'),
+        cardStatusChanges: Window(60, 60, 'card status changes per credential (D48)'),
         loginLockout: Type.Object(
           {
             maxConsecutiveFailures: PositiveInt({ default: 10, description: 'consecutive failed logins that lock a username; a success resets the count' }),

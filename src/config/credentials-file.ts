@@ -7,7 +7,8 @@ import { readYamlFile } from './read-yaml-file.js';
 import { accept, child, entries, members } from './schema-parts.js';
 import { parsePasswordHash, passwordHashFingerprint, type ParsedHash } from '../foundation/password-hash.js';
 
-export const PERMISSIONS = ['cards:create', 'cards:reveal'] as const;
+/** Each permission stands alone: none implies another (a credential holds exactly what its entry lists). */
+export const PERMISSIONS = ['cards:create', 'cards:reveal', 'cards:read', 'cards:update'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const CredentialsFileSchema = Type.Object(
@@ -23,7 +24,10 @@ export const CredentialsFileSchema = Type.Object(
               "scrypt (N=2^14, r=8, p=1, a salt per credential); make it with `npm run hash-password`. A new hash ends the credential's sessions (D41)",
           }),
           issuingAccount: Type.String({ minLength: 1, description: "one of the config's `issuingAccounts`" }),
-          permissions: Type.Array(Type.Union(PERMISSIONS.map((p) => Type.Literal(p))), { uniqueItems: true, description: 'what the credential may do' }),
+          permissions: Type.Array(Type.Union(PERMISSIONS.map((p) => Type.Literal(p))), {
+            uniqueItems: true,
+            description: 'what the credential may do, exactly: none implies another (cards:create, cards:reveal, cards:read, cards:update)',
+          }),
           addressRanges: Type.Array(Type.String(), {
             default: [],
             description: 'CIDRs the credential may be used from; empty means any address the allowlist admits',

@@ -84,7 +84,8 @@ export function installEdgeGuards(
       sendError(reply, errors.tokenInUrl(), clock);
       return;
     }
-    if (request.routeOptions.config.policy?.audited === true && !audit.writable) {
+    const audited = request.routeOptions.config.policy?.audited;
+    if ((audited === true || (typeof audited === 'function' && audited(request))) && !audit.writable) {
       metrics.auditRefusals.inc();
       sendError(reply, errors.auditUnavailable(), clock);
       return;

@@ -3,22 +3,37 @@ import type { Clock } from '../foundation/clock.js';
 import { sendError } from './error-handler.js';
 import { errors } from '../foundation/errors.js';
 
+/** A route path with parameters (`/cards/:cardId`) as a pattern matching its concrete paths (one segment per parameter). */
+const parametric = (url: string): RegExp =>
+  new RegExp(
+    `^${url
+      .split('/')
+      .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/')}$`,
+  );
+
 /**
  * Fastify answers a wrong method on a known path with 404; D20 wants 405 with `Allow`. Routes
- * are recorded as they are added, and the not-found handler tells the two cases apart.
+ * are recorded as they are added (those with parameters as patterns), and the not-found
+ * handler tells the two cases apart.
  */
 export function installNotFound(app: FastifyInstance, clock: Clock): void {
   const methodsByPath = new Map<string, Set<string>>();
+  const patterns: { pattern: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const known = methodsByPath.get(route.url) ?? new Set<string>();
+    let known = methodsByPath.get(route.url);
+    if (!known) {
+      known = new Set<string>();
+      methodsByPath.set(route.url, known);
+      if (route.url.includes('/:')) patterns.push({ pattern: parametric(route.url), methods: known });
+    }
     for (const method of methods) known.add(method);
-    methodsByPath.set(route.url, known);
   });
   app.setNotFoundHandler((request, reply) => {
     const query = request.url.indexOf('?');
     const path = query === -1 ? request.url : request.url.slice(0, query);
-    const allowed = methodsByPath.get(path);
+    const allowed = methodsByPath.get(path) ?? patterns.find(({ pattern }) => pattern.test(path))?.methods;
     if (allowed && !allowed.has(request.method)) return sendError(reply, errors.methodNotAllowed([...allowed].sort().join(', ')), clock);
     return sendError(reply, errors.notFound(), clock);
   });

@@ -19,7 +19,8 @@ export interface RoutePolicy {
   /** The permissions the request needs, in order, each with the message its refusal answers. */
   permission?: (request: FastifyRequest) => readonly { readonly permission: Permission; readonly refusal: string }[];
   limits?: readonly LimitedAction[];
-  audited?: boolean;
+  /** A function when only some requests of the route are audited (a read that reveals). */
+  audited?: boolean | ((request: FastifyRequest) => boolean);
 }
 
 declare module 'fastify' {

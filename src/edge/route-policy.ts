@@ -11,12 +11,16 @@ const SUBJECTS: Record<LimitedAction, (request: FastifyRequest) => string> = {
   loginAddress: (request) => subjectKey(addressBucket(request.clientAddress)),
   login: (request) => subjectKey((request.body as { username: string }).username),
   refresh: (request) => request.principal!.credential.id,
+  cardRead: (request) => request.principal!.credential.id,
+  cardStatus: (request) => request.principal!.credential.id,
 };
 
 const REFUSED: Record<LimitedAction, (request: FastifyRequest) => Outcome> = {
   loginAddress: () => ({ name: 'login.rate_limited', limiter: 'login_address' }),
   login: () => ({ name: 'login.rate_limited', limiter: 'login' }),
   refresh: (request) => ({ name: 'refresh.rate_limited', credential: request.principal!.credential.id }),
+  cardRead: (request) => ({ name: 'card.rate_limited', credential: request.principal!.credential.id, limiter: 'card_read' }),
+  cardStatus: (request) => ({ name: 'card.rate_limited', credential: request.principal!.credential.id, limiter: 'card_status' }),
 };
 
 /**
@@ -42,8 +46,12 @@ export function permissionHook(deps: { outcomes: Outcomes }) {
   };
 }
 
-/** Limits whose subject is known before the body is read: applied before it is parsed (D42). */
-const BEFORE_BODY: ReadonlySet<LimitedAction> = new Set(['loginAddress']);
+/**
+ * Limits whose subject is known before the body is read: applied before it is parsed (D42). The
+ * card limits count the credential, known since the bearer guard: a refused status change
+ * reads no body.
+ */
+const BEFORE_BODY: ReadonlySet<LimitedAction> = new Set(['loginAddress', 'cardRead', 'cardStatus']);
 
 /**
  * The rate limits a route declares, in order: those that count the client's address before the

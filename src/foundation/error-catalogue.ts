@@ -60,6 +60,12 @@ export const ERROR_CATALOGUE = {
     description: 'A field or query parameter breaks a rule; details.fields says which.',
     retry: 'no',
   },
+  invalid_cursor: {
+    status: 400,
+    message: 'The cursor is not valid for this listing',
+    description: 'The cursor was altered, forged, expired with its key, or belongs to another account or to other filters; start again from the first page.',
+    retry: 'no',
+  },
   authentication_failed: {
     status: 401,
     message: 'Authentication failed',
@@ -146,6 +152,12 @@ export const ERROR_CATALOGUE = {
     retry: 'no',
   },
   not_found: { status: 404, message: 'Resource not found', description: 'No such path.', retry: 'no' },
+  card_not_found: {
+    status: 404,
+    message: 'Card not found',
+    description: "No card with this id in the caller's issuing account: unknown, malformed, or another account's card (one answer for all three).",
+    retry: 'no',
+  },
   method_not_allowed: {
     status: 405,
     message: 'Method not allowed',
@@ -158,6 +170,12 @@ export const ERROR_CATALOGUE = {
     message: 'A request with this requestId is still being processed',
     description: 'A request with the same requestId is still being processed; retry after Retry-After with the same requestId.',
     retry: 'retry_after_same_request_id',
+  },
+  card_canceled: {
+    status: 409,
+    message: 'The card is canceled; its status cannot change',
+    description: 'The card is canceled, which is final: no status change is possible.',
+    retry: 'no',
   },
   body_too_large: { status: 413, message: 'Request body is too large', description: 'The body is over the size limit.', retry: 'no' },
   url_too_long: { status: 414, message: 'Request URL is too long', description: 'The URL is over the length limit.', retry: 'no' },

@@ -18,6 +18,8 @@ export type AuditEventName =
   | 'card.replayed'
   | 'card.revealed'
   | 'card.failed'
+  | 'card.status_changed'
+  | 'card.rate_limited'
   | 'config.reloaded'
   | 'config.reload_failed'
   | 'credential.sessions_ended';
@@ -36,6 +38,9 @@ export interface AuditEvent {
   reason?: string | undefined;
   requestId?: string | undefined;
   cardId?: string | undefined;
+  /** A status change (D45): the status before and after. */
+  from?: string | undefined;
+  to?: string | undefined;
 }
 
 /**
@@ -67,9 +72,9 @@ export interface AuditSink {
 export const DENIAL_WINDOW_MS = 60_000;
 
 function line(time: number, event: AuditEvent | DenialSummary): string {
-  const { event: name, correlationId, clientAddress, outcome, credential, reason, requestId, cardId } = event;
+  const { event: name, correlationId, clientAddress, outcome, credential, reason, requestId, cardId, from, to } = event;
   const summary = 'count' in event ? { count: event.count, windowStart: event.windowStart, windowEnd: event.windowEnd } : {};
-  return `${JSON.stringify({ time: new Date(time).toISOString(), event: name, correlationId, credential, clientAddress, outcome, reason, requestId, cardId, ...summary })}\n`;
+  return `${JSON.stringify({ time: new Date(time).toISOString(), event: name, correlationId, credential, clientAddress, outcome, reason, requestId, cardId, from, to, ...summary })}\n`;
 }
 
 interface OpenSummary {

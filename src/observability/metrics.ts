@@ -22,10 +22,12 @@ const KNOWN = {
   logins: ['succeeded', 'failed', 'rate_limited', 'locked_out'],
   refreshes: ['succeeded', 'rate_limited', 'unknown', 'mismatch', 'revoked', 'ended', 'expired', 'reuse'],
   logouts: ['succeeded', 'failed'],
-  rateLimited: ['login', 'login_address', 'refresh', 'login_lockout'],
+  rateLimited: ['login', 'login_address', 'refresh', 'login_lockout', 'card_read', 'card_status'],
   connectorOutcomes: ['ok', 'refused', 'reset', 'timeout', 'status', 'invalid_answer', 'error'],
   connectorErrors: ['refused', 'reset', 'timeout', 'status', 'invalid_answer', 'error'],
   connectionsRefused: ['connection_cap', 'outsider_cap'],
+  connectorOperations: ['create', 'get', 'list', 'status'],
+  cardOperations: ['read', 'list', 'status_change'],
   addressBudgetRefusals: ['requests_per_second', 'in_flight', 'connections_per_second'],
   clientErrors: ['malformed_request', 'headers_too_large', 'request_timeout', 'tls'],
   configReloads: ['success', 'failure'],
@@ -35,6 +37,24 @@ const KNOWN = {
 export type StoreOperation = (typeof KNOWN.storeOperations)[number];
 /** What a connector call came to: `ok`, or the connector port's failure kind (the label of the connector metrics). */
 export type ConnectorCallResult = (typeof KNOWN.connectorOutcomes)[number];
+/** Which connector call: creation, or one of the lifecycle calls (D43-D45). */
+export type ConnectorOperation = (typeof KNOWN.connectorOperations)[number];
+/** The card operations after creation (D48), as the `operation` label of gateway_card_operations_total. */
+export type CardOperationName = (typeof KNOWN.cardOperations)[number];
+/**
+ * What a card operation came to: `ok` (read, listed), `changed` or `unchanged` (a status change),
+ * or the error code it was answered with.
+ */
+export type CardOperationResult =
+  | 'ok'
+  | 'changed'
+  | 'unchanged'
+  | 'card_not_found'
+  | 'card_canceled'
+  | 'invalid_cursor'
+  | 'connector_unavailable'
+  | 'connector_invalid_answer'
+  | 'connector_timeout';
 
 /**
  * Every metric of one gateway instance, on its own registry so that several instances in one
@@ -60,6 +80,9 @@ export class GatewayMetrics {
   readonly idempotencyPayloadMismatches: Counter;
   readonly connectorDuration: Histogram<'outcome'>;
   readonly connectorErrors: Counter<'kind'>;
+  readonly connectorCallDuration: Histogram<'operation'>;
+  readonly connectorForeignRecords: Counter<'operation'>;
+  readonly cardOperations: Counter<'operation' | 'outcome'>;
   readonly storeUnavailable: Counter;
   readonly storeCommandDuration: Histogram<'operation'>;
   readonly connectionsOpen: Gauge;
@@ -155,6 +178,27 @@ export class GatewayMetrics {
       ['kind'],
       KNOWN.connectorErrors,
     );
+    this.connectorCallDuration = new Histogram({
+      name: 'gateway_connector_call_duration_seconds',
+      help: 'Time spent waiting for the processor-connector, by call: create, get, list, status (D48).',
+      labelNames: ['operation'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 7.5, 10],
+      registers,
+    });
+    for (const operation of KNOWN.connectorOperations) this.connectorCallDuration.zero({ operation });
+    this.connectorForeignRecords = counter(
+      'gateway_connector_foreign_records_total',
+      'Card records the connector answered that named another issuing account (a connector bug; answered as not found), by call.',
+      ['operation'],
+      ['get', 'list', 'status'],
+    );
+    this.cardOperations = new Counter({
+      name: 'gateway_card_operations_total',
+      help: 'Card reads, listings and status changes, by operation and outcome (ok, changed, unchanged, or the error code answered).',
+      labelNames: ['operation', 'outcome'],
+      registers,
+    });
+    for (const operation of KNOWN.cardOperations) this.cardOperations.inc({ operation, outcome: operation === 'status_change' ? 'changed' : 'ok' }, 0);
     this.storeUnavailable = counter('gateway_store_unavailable_total', 'Requests answered 503 because the shared store did not answer (D23).');
     this.storeCommandDuration = new Histogram({
       name: 'gateway_store_command_duration_seconds',

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../foundation/error-catalogue.js';
 import type { AuditSink, DenialReason } from './audit.js';
-import type { ConnectorCallResult, GatewayMetrics } from './metrics.js';
+import type { CardStatus } from '../foundation/card-status.js';
+import type { CardOperationName, CardOperationResult, ConnectorCallResult, ConnectorOperation, GatewayMetrics } from './metrics.js';
 
 /** Who a request came from, as every audit line and most outcomes carry it. */
 export interface RequestContext {
@@ -62,6 +63,18 @@ export type Outcome =
   | { name: 'card.duplicate_left' }
   | { name: 'card.duplicate_refused' }
   | { name: 'card.record_deferred'; cardId: string; reason: string }
+  | { name: 'card.operation'; operation: CardOperationName; result: CardOperationResult }
+  | {
+      name: 'card.status_changed';
+      credential: string;
+      cardId: string;
+      from: CardStatus;
+      to: CardStatus;
+      /** The client's reason, already masked of anything shaped like a card number. */
+      reason: string | undefined;
+    }
+  | { name: 'card.rate_limited'; credential: string; limiter: 'card_read' | 'card_status' }
+  | { name: 'card.foreign_record'; operation: Exclude<ConnectorOperation, 'create'>; cardId: string; expectedAccount: string; namedAccount: string }
   | { name: 'config.reloaded' }
   | { name: 'config.reload_failed' }
   | { name: 'credential.sessions_ended'; credential: string; cause: SessionsEndedCause };
@@ -74,9 +87,9 @@ export interface Outcomes {
   /**
    * One call to the connector, whatever it came to: `ok` or the port's failure kind, and how
    * long it took. Per call, not per request (the duplicates waiting on one forward share it),
-   * so it carries no request context.
+   * so it carries no request context. `operation` is the call (creation unless said).
    */
-  connectorCalled(result: ConnectorCallResult, seconds: number): void;
+  connectorCalled(result: ConnectorCallResult, seconds: number, operation?: ConnectorOperation): void;
 }
 
 /**
@@ -89,6 +102,13 @@ function connectorLabels(result: ConnectorCallResult): { duration: { outcome: Co
   if (labels === undefined) CONNECTOR_LABELS.set(result, (labels = { duration: { outcome: result }, error: { kind: result } }));
   return labels;
 }
+
+const OPERATION_LABELS: Record<ConnectorOperation, { operation: ConnectorOperation }> = {
+  create: { operation: 'create' },
+  get: { operation: 'get' },
+  list: { operation: 'list' },
+  status: { operation: 'status' },
+};
 
 export class OutcomeRecorder implements Outcomes {
   constructor(
@@ -237,6 +257,41 @@ export class OutcomeRecorder implements Outcomes {
           'card created; its idempotency record is written when the store answers again',
         );
         return;
+      case 'card.operation':
+        metrics.cardOperations.inc({ operation: outcome.operation, outcome: outcome.result });
+        return;
+      case 'card.status_changed':
+        metrics.cardOperations.inc({ operation: 'status_change', outcome: 'changed' });
+        audit.record({
+          ...base,
+          event: 'card.status_changed',
+          outcome: 'success',
+          credential: outcome.credential,
+          cardId: outcome.cardId,
+          from: outcome.from,
+          to: outcome.to,
+          reason: outcome.reason,
+        });
+        return;
+      case 'card.rate_limited':
+        metrics.rateLimited.inc({ limiter: outcome.limiter });
+        audit.record({ ...base, event: 'card.rate_limited', outcome: 'denied', credential: outcome.credential, reason: 'rate_limit' });
+        return;
+      case 'card.foreign_record':
+        // A connector bug that would show one account's card to another: answered as not found,
+        // counted, and logged for the operator (ids and accounts only, never card data).
+        metrics.connectorForeignRecords.inc({ operation: outcome.operation });
+        this.logger.error(
+          {
+            operation: outcome.operation,
+            cardId: outcome.cardId,
+            expectedAccount: outcome.expectedAccount,
+            namedAccount: outcome.namedAccount,
+            correlationId: context.correlationId,
+          },
+          'connector answered a card record of another issuing account; answered as not found',
+        );
+        return;
       case 'config.reloaded':
         metrics.configReloads.inc({ outcome: 'success' });
         audit.record({ ...base, event: 'config.reloaded', outcome: 'success' });
@@ -251,9 +306,10 @@ export class OutcomeRecorder implements Outcomes {
     }
   }
 
-  connectorCalled(result: ConnectorCallResult, seconds: number): void {
+  connectorCalled(result: ConnectorCallResult, seconds: number, operation: ConnectorOperation = 'create'): void {
     const labels = connectorLabels(result);
     this.metrics.connectorDuration.observe(labels.duration, seconds);
+    this.metrics.connectorCallDuration.observe(OPERATION_LABELS[operation], seconds);
     if (result !== 'ok') this.metrics.connectorErrors.inc(labels.error);
   }
 }

@@ -59,7 +59,10 @@ describe('OpenAPI description (admin /openapi.json)', () => {
     for (const schema of Object.values(doc.components.schemas)) expect(() => responses.validator(schema)).not.toThrow();
     expect(Object.keys(doc.components.schemas).sort()).toEqual([
       'Card',
+      'CardPage',
+      'CardRecord',
       'CardRequest',
+      'CardStatusChange',
       'ErrorEnvelope',
       'JsonWebKeySet',
       'LoggedOut',
@@ -79,7 +82,7 @@ describe('OpenAPI description (admin /openapi.json)', () => {
 
   it('gives every operation a unique operationId, a description, tags and its own security (public ones [])', () => {
     const ids = operations().map(({ operation }) => operation.operationId);
-    expect(ids.sort()).toEqual(['createCard', 'getJwks', 'login', 'logout', 'refresh']);
+    expect(ids.sort()).toEqual(['changeCardStatus', 'createCard', 'getCard', 'getJwks', 'listCards', 'login', 'logout', 'refresh']);
     for (const { path, operation } of operations()) {
       expect(operation.description, path).toBeTruthy();
       expect(operation.tags?.length, path).toBeGreaterThan(0);
@@ -153,12 +156,21 @@ describe('OpenAPI description (admin /openapi.json)', () => {
         const where = `${operation.operationId} ${status}`;
         expect(headers['X-Correlation-Id']?.required, where).toBe(true);
         expect(headers['WWW-Authenticate']?.required, where).toBe(status === '401' ? true : undefined);
-        expect(headers['Retry-After']?.required, where).toBe(['409', '429', '503'].includes(status) ? true : undefined);
-        const limited = operation.operationId === 'login' || operation.operationId === 'refresh';
+        // A status change's 409 is card_canceled, final: no Retry-After.
+        const waits = ['409', '429', '503'].includes(status) && !(operation.operationId === 'changeCardStatus' && status === '409');
+        expect(headers['Retry-After']?.required, where).toBe(waits ? true : undefined);
         // Successes and the refusals that come after the limiter (the route's own logic, 429, outages).
-        const rateLimitHeaders = limited && ['200', '401', '429', '500', '503'].includes(status);
+        const afterLimiter: Record<string, string[]> = {
+          login: ['200', '401', '429', '500', '503'],
+          refresh: ['200', '401', '429', '500', '503'],
+          getCard: ['200', '403', '404', '429', '500', '502', '503', '504'],
+          listCards: ['200', '400', '429', '500', '502', '503', '504'],
+          changeCardStatus: ['200', '400', '404', '409', '429', '500', '502', '503', '504'],
+        };
+        const rateLimitHeaders = (afterLimiter[operation.operationId ?? ''] ?? []).includes(status);
         for (const name of ['RateLimit-Policy', 'RateLimit', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
           expect(headers[name] !== undefined, `${where} ${name}`).toBe(rateLimitHeaders);
+        if (rateLimitHeaders) expect(headers['RateLimit-Policy']?.required, `${where} RateLimit-Policy required`).toBe(['200', '429'].includes(status));
       }
     }
     expect(doc.components.responses?.['MethodNotAllowed']?.headers?.['Allow']?.required).toBe(true);
@@ -182,6 +194,33 @@ describe('OpenAPI description (admin /openapi.json)', () => {
     const envelope = doc.components.schemas['ErrorEnvelope'] as { properties: { code: { enum: string[]; description: string } } };
     expect(envelope.properties.code.enum.sort()).toEqual(Object.keys(ERROR_CODES).sort());
     for (const code of Object.keys(ERROR_CODES)) expect(envelope.properties.code.description).toContain(`\`${code}\``);
+  });
+
+  it('describes reading, listing and changing a card, with links from the creation answer to the read and the status change', () => {
+    const one = doc.paths['/api/v1/issuing/cards/{cardId}'];
+    expect(Object.keys(one ?? {}).sort()).toEqual(['get', 'patch']);
+    expect(one?.['get']?.operationId).toBe('getCard');
+    expect(one?.['patch']?.operationId).toBe('changeCardStatus');
+    expect(doc.paths['/api/v1/issuing/cards']?.['get']?.operationId).toBe('listCards');
+    const links = (doc.paths['/api/v1/issuing/cards']?.['post']?.responses['201'] as { links?: Record<string, { operationId: string; parameters: unknown }> })
+      .links;
+    expect(links).toEqual({
+      getCard: expect.objectContaining({ operationId: 'getCard', parameters: { cardId: '$response.body#/cardId' } }),
+      changeCardStatus: expect.objectContaining({ operationId: 'changeCardStatus', parameters: { cardId: '$response.body#/cardId' } }),
+    });
+    const list = doc.paths['/api/v1/issuing/cards']?.['get'];
+    expect((list?.parameters ?? []).map((parameter) => (parameter as { name: string }).name).sort()).toEqual([
+      'createdAfter',
+      'createdBefore',
+      'cursor',
+      'limit',
+      'status',
+    ]);
+    const limit = (list?.parameters ?? []).find((parameter) => (parameter as { name: string }).name === 'limit') as { schema: Record<string, unknown> };
+    expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
+    const change = resolve(one?.['patch']?.requestBody?.content['application/json']?.schema);
+    expect(Object.keys(change?.properties ?? {}).sort()).toEqual(['reason', 'status']);
+    expect(change?.additionalProperties).toBe(false);
   });
 
   it('says nothing of the connector', () => {

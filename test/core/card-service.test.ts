@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { NOT_CREATOR } from '../../src/cards/card-access.js';
 import type { CardRequest } from '../../src/cards/card-schemas.js';
+import { CardCursorSealer } from '../../src/cards/card-cursor.js';
 import { CardSealer } from '../../src/cards/card-sealing.js';
 import { cardCreation, type CardResult, type CreateCard } from '../../src/cards/create-card.js';
 import { LiveSettings } from '../../src/config/live-settings.js';
@@ -87,8 +88,9 @@ beforeEach(() => {
   const record = vi.spyOn(outcomes, 'record');
   const connector = new RecordingConnector();
   const sealer = new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
+  const cursors = new CardCursorSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
   harness = {
-    createCard: cardCreation({ store, clock, connector, outcomes, sealer, live: new LiveSettings(config), settings: config }),
+    createCard: cardCreation({ store, clock, connector, outcomes, sealer, cursors, live: new LiveSettings(config), settings: config }),
     connector,
     store,
     outcomes: () => record.mock.calls.map(([outcome]) => outcome),

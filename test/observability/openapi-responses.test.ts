@@ -13,6 +13,7 @@ import { parseHttpAnswer, rawExchange } from '../transport/real-clients.js';
 import { HOUR, RELAXED_LIMITS, T0 } from '../support/auth-requests.js';
 import { mintToken, setConnectorMode, validCardBody } from '../support/card-fixture.js';
 import { FaultyStore } from '../support/faulty-store.js';
+import { MemoryConnector } from '../support/memory-connector.js';
 import {
   createTestGateway,
   DEFAULT_CREDENTIALS,
@@ -57,14 +58,39 @@ const CHALLENGES: Record<string, string> = {
   refresh_token_revoked: 'Bearer',
 };
 
-type Op = 'login' | 'getJwks' | 'refresh' | 'logout' | 'createCard';
-const OPS: Op[] = ['login', 'getJwks', 'refresh', 'logout', 'createCard'];
-const BODY_OPS: Op[] = ['login', 'refresh', 'logout', 'createCard'];
-const PROTECTED_OPS: Op[] = ['refresh', 'logout', 'createCard'];
-const PATHS: Record<Op, string> = { login: LOGIN, getJwks: JWKS, refresh: REFRESH, logout: LOGOUT, createCard: CARDS };
+type Op = 'login' | 'getJwks' | 'refresh' | 'logout' | 'createCard' | 'getCard' | 'listCards' | 'changeCardStatus';
+/** The card operations after creation, served by a gateway of their own on the in-memory connector port (`life`). */
+type LifeOp = 'getCard' | 'listCards' | 'changeCardStatus';
+const LIFE_OPS: LifeOp[] = ['getCard', 'listCards', 'changeCardStatus'];
+const OPS: Op[] = ['login', 'getJwks', 'refresh', 'logout', 'createCard', ...LIFE_OPS];
+const BODY_OPS: Op[] = ['login', 'refresh', 'logout', 'createCard', 'changeCardStatus'];
+const PROTECTED_OPS: Op[] = ['refresh', 'logout', 'createCard', ...LIFE_OPS];
+const CARD_ID = 'card_docs_0001';
+const ONE_CARD = `${CARDS}/${CARD_ID}`;
+const PATHS: Record<Op, string> = {
+  login: LOGIN,
+  getJwks: JWKS,
+  refresh: REFRESH,
+  logout: LOGOUT,
+  createCard: CARDS,
+  getCard: ONE_CARD,
+  listCards: CARDS,
+  changeCardStatus: ONE_CARD,
+};
+const METHODS: Record<Op, Call['method']> = {
+  login: 'POST',
+  getJwks: 'GET',
+  refresh: 'POST',
+  logout: 'POST',
+  createCard: 'POST',
+  getCard: 'GET',
+  listCards: 'GET',
+  changeCardStatus: 'PATCH',
+};
+const isLifeOp = (op: Op): op is LifeOp => (LIFE_OPS as Op[]).includes(op);
 
 interface Call {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH';
   url: string;
   headers: Record<string, string>;
   payload?: string;
@@ -96,7 +122,8 @@ function observe(target: Target, answer: ObservedAnswer, expected?: ErrorCode): 
   if (expected !== undefined) expect(body.code, answer.body).toBe(expected);
   expect(answer.statusCode, body.code).toBe(ERROR_CODES[body.code]);
   expect(headerOf(answer, 'www-authenticate'), body.code).toBe(answer.statusCode === 401 ? CHALLENGES[body.code] : undefined);
-  if ([409, 429, 503].includes(answer.statusCode)) {
+  // 409, 429 and 503 carry a wait, except card_canceled (409), which is final.
+  if ([409, 429, 503].includes(answer.statusCode) && body.code !== 'card_canceled') {
     expect(body.retryAfter, body.code).toBeGreaterThanOrEqual(1);
     expect(headerOf(answer, 'retry-after'), body.code).toBe(String(body.retryAfter));
   } else {
@@ -126,6 +153,12 @@ function valid(op: Op, session?: Session): Call {
       return { method: 'POST', url: PATHS[op], headers: { ...json, ...bearer }, payload: JSON.stringify({ refreshToken: session?.refreshToken ?? 'x' }) };
     case 'createCard':
       return { method: 'POST', url: CARDS, headers: { ...json, ...bearer }, payload: JSON.stringify(validCardBody()) };
+    case 'getCard':
+      return { method: 'GET', url: ONE_CARD, headers: bearer };
+    case 'listCards':
+      return { method: 'GET', url: CARDS, headers: bearer };
+    case 'changeCardStatus':
+      return { method: 'PATCH', url: ONE_CARD, headers: { ...json, ...bearer }, payload: JSON.stringify({ status: 'inactive' }) };
   }
 }
 
@@ -178,6 +211,10 @@ describe('real answers against docs/openapi.json', () => {
   let connector: RunningSandboxConnector;
   let main: TestGateway;
   let rotated: TestGateway;
+  /** The card lifecycle's gateway: same clock and store, the in-memory connector, cred-full also holding cards:read and cards:update. */
+  let life: TestGateway;
+  let lifeConnector: MemoryConnector;
+  const gatewayFor = (op: Op): TestGateway => (isLifeOp(op) ? life : main);
   let staleToken: string;
   const tokens: Record<'full' | 'ranged' | 'inactive' | 'noPerms' | 'createOnly' | 'revoked', string> = {
     full: '',
@@ -207,6 +244,20 @@ describe('real answers against docs/openapi.json', () => {
     const otherKey = join((await testKeys()).dir, 'other-card.key');
     writeFileSync(otherKey, randomBytes(32).toString('base64'), { mode: 0o600 });
     rotated = await createTestGateway({ clock, store, overrides: { ...overrides, cards: { encryptionKey: { kid: 'card-other', key: { file: otherKey } } } } });
+    lifeConnector = new MemoryConnector(() => clock.now());
+    lifeConnector.add('acct-eu', { cardId: CARD_ID });
+    life = await createTestGateway({
+      clock,
+      store,
+      connector: lifeConnector,
+      credentials: DEFAULT_CREDENTIALS.map((credential) =>
+        credential.id === 'cred-full' ? { ...credential, permissions: [...credential.permissions, 'cards:read', 'cards:update'] } : credential,
+      ),
+      overrides: {
+        ...overrides,
+        rateLimits: { ...overrides.rateLimits, cardReads: { points: 1000, windowSeconds: 60 }, cardStatusChanges: { points: 1000, windowSeconds: 60 } },
+      },
+    });
     staleToken = await mintToken(main, 'full');
     clock.advance(2 * HOUR);
     tokens.full = await mintToken(main, 'full');
@@ -220,6 +271,7 @@ describe('real answers against docs/openapi.json', () => {
   });
   afterAll(async () => {
     await rotated?.close();
+    await life?.close();
     await main?.close();
     await store?.close();
     await connector?.close();
@@ -257,21 +309,23 @@ describe('real answers against docs/openapi.json', () => {
   describe('refusals at the edge, for every operation', () => {
     it.each(OPS)('%s: token in the URL, plain HTTP, an address outside the allowlist, an over-long URL', async (op) => {
       const call = valid(op, { accessToken: tokens.full, refreshToken: 'x' });
-      observe({ operationId: op }, await send(main, { ...call, url: `${call.url}?access_token=abc` }), 'token_in_url');
-      observe({ operationId: op }, await send(main, withHeaders(call, { 'x-forwarded-proto': 'http' })), 'https_required');
-      observe({ operationId: op }, await send(main, withHeaders(call, { 'x-forwarded-for': '192.0.2.10' })), 'address_not_allowed');
-      observe({ operationId: op }, await send(main, { ...call, url: `${call.url}?q=${'a'.repeat(9000)}` }), 'url_too_long');
+      const gw = gatewayFor(op);
+      observe({ operationId: op }, await send(gw, { ...call, url: `${call.url}?access_token=abc` }), 'token_in_url');
+      observe({ operationId: op }, await send(gw, withHeaders(call, { 'x-forwarded-proto': 'http' })), 'https_required');
+      observe({ operationId: op }, await send(gw, withHeaders(call, { 'x-forwarded-for': '192.0.2.10' })), 'address_not_allowed');
+      observe({ operationId: op }, await send(gw, { ...call, url: `${call.url}?q=${'a'.repeat(9000)}` }), 'url_too_long');
     });
   });
 
   describe('body refusals, for every operation with a body', () => {
     it.each(BODY_OPS)('%s: not JSON, empty, invalid, too large, another media type', async (op) => {
       const call = valid(op, { accessToken: tokens.full, refreshToken: 'x' });
-      observe({ operationId: op }, await send(main, { ...call, payload: '{"a":' }), 'malformed_json');
-      observe({ operationId: op }, await send(main, { ...call, payload: '' }), 'empty_body');
-      observe({ operationId: op }, await send(main, { ...call, payload: '{"unknownMember":1}' }), 'validation_failed');
-      observe({ operationId: op }, await send(main, { ...call, payload: JSON.stringify({ padding: 'x'.repeat(17 * 1024) }) }), 'body_too_large');
-      observe({ operationId: op }, await send(main, withHeaders(call, { 'content-type': 'text/plain' })), 'unsupported_media_type');
+      const gw = gatewayFor(op);
+      observe({ operationId: op }, await send(gw, { ...call, payload: '{"a":' }), 'malformed_json');
+      observe({ operationId: op }, await send(gw, { ...call, payload: '' }), 'empty_body');
+      observe({ operationId: op }, await send(gw, { ...call, payload: '{"unknownMember":1}' }), 'validation_failed');
+      observe({ operationId: op }, await send(gw, { ...call, payload: JSON.stringify({ padding: 'x'.repeat(17 * 1024) }) }), 'body_too_large');
+      observe({ operationId: op }, await send(gw, withHeaders(call, { 'content-type': 'text/plain' })), 'unsupported_media_type');
     });
 
     it('createCard: a query parameter it does not know', async () => {
@@ -283,13 +337,14 @@ describe('real answers against docs/openapi.json', () => {
   describe('bearer refusals, for every protected operation', () => {
     it.each(PROTECTED_OPS)('%s: missing, malformed, invalid, expired, revoked, deactivated, outside the address ranges', async (op) => {
       const call = valid(op, { accessToken: tokens.full, refreshToken: 'x' });
-      observe({ operationId: op }, await send(main, withoutAuthorization(call)), 'token_missing');
-      observe({ operationId: op }, await send(main, withHeaders(call, { authorization: 'Basic ZnVsbDpwYXNzd29yZA==' })), 'token_malformed');
-      observe({ operationId: op }, await send(main, withHeaders(call, { authorization: 'Bearer aaaa.bbbb.cccc' })), 'token_invalid');
-      observe({ operationId: op }, await send(main, withHeaders(call, { authorization: `Bearer ${staleToken}` })), 'token_expired');
-      observe({ operationId: op }, await send(main, withHeaders(call, { authorization: `Bearer ${tokens.revoked}` })), 'token_revoked');
-      observe({ operationId: op }, await send(main, withHeaders(call, { authorization: `Bearer ${tokens.inactive}` })), 'credential_inactive');
-      observe({ operationId: op }, await send(main, withHeaders(call, { authorization: `Bearer ${tokens.ranged}` })), 'permission_denied');
+      const gw = gatewayFor(op);
+      observe({ operationId: op }, await send(gw, withoutAuthorization(call)), 'token_missing');
+      observe({ operationId: op }, await send(gw, withHeaders(call, { authorization: 'Basic ZnVsbDpwYXNzd29yZA==' })), 'token_malformed');
+      observe({ operationId: op }, await send(gw, withHeaders(call, { authorization: 'Bearer aaaa.bbbb.cccc' })), 'token_invalid');
+      observe({ operationId: op }, await send(gw, withHeaders(call, { authorization: `Bearer ${staleToken}` })), 'token_expired');
+      observe({ operationId: op }, await send(gw, withHeaders(call, { authorization: `Bearer ${tokens.revoked}` })), 'token_revoked');
+      observe({ operationId: op }, await send(gw, withHeaders(call, { authorization: `Bearer ${tokens.inactive}` })), 'credential_inactive');
+      observe({ operationId: op }, await send(gw, withHeaders(call, { authorization: `Bearer ${tokens.ranged}` })), 'permission_denied');
     });
 
     it('createCard: without cards:create, and revealDetails without cards:reveal', async () => {
@@ -306,11 +361,18 @@ describe('real answers against docs/openapi.json', () => {
   describe('outages', () => {
     it.each(BODY_OPS)('%s: the audit trail cannot be written', async (op) => {
       const call = valid(op, op === 'refresh' || op === 'logout' ? await session() : { accessToken: tokens.full, refreshToken: '' });
-      main.audit.setWritable(false);
+      const gw = gatewayFor(op);
+      gw.audit.setWritable(false);
       try {
-        observe({ operationId: op }, await send(main, call), 'audit_unavailable');
+        observe({ operationId: op }, await send(gw, call), 'audit_unavailable');
+        if (op === 'changeCardStatus')
+          observe(
+            { operationId: 'getCard' },
+            await send(gw, { ...valid('getCard', { accessToken: tokens.full, refreshToken: '' }), url: `${ONE_CARD}?revealDetails=true` }),
+            'audit_unavailable',
+          );
       } finally {
-        main.audit.setWritable(true);
+        gw.audit.setWritable(true);
       }
     });
 
@@ -319,14 +381,17 @@ describe('real answers against docs/openapi.json', () => {
       refresh: { outage: 'limiter', bug: 'sessions' },
       logout: { outage: 'sessions', bug: 'sessions' },
       createCard: { outage: 'idempotency', bug: 'idempotency' },
+      getCard: { outage: 'limiter', bug: 'limiter' },
+      listCards: { outage: 'limiter', bug: 'limiter' },
+      changeCardStatus: { outage: 'limiter', bug: 'limiter' },
     };
-    it.each(BODY_OPS)('%s: the shared store is down (503), or fails unexpectedly (500)', async (op) => {
+    it.each([...BODY_OPS, 'getCard', 'listCards'] as Op[])('%s: the shared store is down (503), or fails unexpectedly (500)', async (op) => {
       const parts = faults[op as Exclude<Op, 'getJwks'>];
       const call = async () => valid(op, op === 'refresh' || op === 'logout' ? await session() : { accessToken: tokens.full, refreshToken: '' });
       const outage = await call();
-      observe({ operationId: op }, await store.with(parts.outage, 'unavailable', () => send(main, outage)), 'store_unavailable');
+      observe({ operationId: op }, await store.with(parts.outage, 'unavailable', () => send(gatewayFor(op), outage)), 'store_unavailable');
       const bug = await call();
-      observe({ operationId: op }, await store.with(parts.bug, 'broken', () => send(main, bug)), 'internal_error');
+      observe({ operationId: op }, await store.with(parts.bug, 'broken', () => send(gatewayFor(op), bug)), 'internal_error');
     });
   });
 
@@ -435,6 +500,49 @@ describe('real answers against docs/openapi.json', () => {
       );
     });
 
+    it('the card lifecycle: read, listed, changed; refused as not found, canceled, bad cursor, bad query, limited, or failed by the processor', async () => {
+      const call = (op: LifeOp) => valid(op, { accessToken: tokens.full, refreshToken: '' });
+      for (const op of LIFE_OPS) observe({ operationId: op }, await send(life, call(op)));
+      observe({ operationId: 'getCard' }, await send(life, { ...call('getCard'), url: `${CARDS}/card_unknown` }), 'card_not_found');
+      observe({ operationId: 'changeCardStatus' }, await send(life, { ...call('changeCardStatus'), url: `${CARDS}/card_unknown` }), 'card_not_found');
+      observe({ operationId: 'getCard' }, await send(life, { ...call('getCard'), url: `${ONE_CARD}?revealDetails=yes` }), 'validation_failed');
+      // A card created on the connector, not through this gateway: nobody is known to have created it.
+      observe({ operationId: 'getCard' }, await send(life, { ...call('getCard'), url: `${ONE_CARD}?revealDetails=true` }), 'permission_denied');
+      observe({ operationId: 'listCards' }, await send(life, { ...call('listCards'), url: `${CARDS}?limit=0` }), 'validation_failed');
+      observe({ operationId: 'listCards' }, await send(life, { ...call('listCards'), url: `${CARDS}?cursor=c1.forged` }), 'invalid_cursor');
+      const canceled = lifeConnector.add('acct-eu', { status: 'canceled' });
+      observe({ operationId: 'changeCardStatus' }, await send(life, { ...call('changeCardStatus'), url: `${CARDS}/${canceled.cardId}` }), 'card_canceled');
+      for (const [kind, code] of [
+        ['refused', 'connector_unavailable'],
+        ['invalid_answer', 'connector_invalid_answer'],
+        ['timeout', 'connector_timeout'],
+      ] as const) {
+        for (const op of LIFE_OPS) {
+          lifeConnector.failNext(kind);
+          observe({ operationId: op }, await send(life, call(op)), code);
+        }
+      }
+      const limited = await createTestGateway({
+        clock,
+        connector: lifeConnector,
+        credentials: DEFAULT_CREDENTIALS.map((credential) =>
+          credential.id === 'cred-full' ? { ...credential, permissions: [...credential.permissions, 'cards:read', 'cards:update'] } : credential,
+        ),
+        overrides: { rateLimits: { cardReads: { points: 1, windowSeconds: 60 }, cardStatusChanges: { points: 1, windowSeconds: 60 } } },
+      });
+      try {
+        const token = await mintToken(limited, 'full');
+        const limitedCall = (op: LifeOp) => valid(op, { accessToken: token, refreshToken: '' });
+        observe({ operationId: 'getCard' }, await send(limited, limitedCall('getCard')));
+        observe({ operationId: 'getCard' }, await send(limited, limitedCall('getCard')), 'rate_limited');
+        observe({ operationId: 'listCards' }, await send(limited, limitedCall('listCards')), 'rate_limited');
+        observe({ operationId: 'changeCardStatus' }, await send(limited, limitedCall('changeCardStatus')));
+        observe({ operationId: 'changeCardStatus' }, await send(limited, limitedCall('changeCardStatus')), 'rate_limited');
+      } finally {
+        await limited.close();
+      }
+    });
+
     it('refresh and logout: a refresh token past its 24 hours', async () => {
       const [forRefresh, forLogout] = [await session(), await session()];
       clock.advance(DAY);
@@ -457,9 +565,12 @@ describe('real answers against docs/openapi.json', () => {
     it('an unknown path (404) and another method on a known path (405, with Allow)', async () => {
       observe({ component: 'NotFound' }, await send(main, { method: 'GET', url: '/api/v1/nothing-here', headers: {} }), 'not_found');
       observe({ component: 'NotFound' }, await send(main, { method: 'POST', url: '/api/v2/issuing/cards', headers: {} }), 'not_found');
-      const wrongMethod = await send(main, { method: 'GET', url: CARDS, headers: {} });
+      const wrongMethod = await send(main, { method: 'PATCH', url: CARDS, headers: {} });
       observe({ component: 'MethodNotAllowed' }, wrongMethod, 'method_not_allowed');
-      expect(headerOf(wrongMethod, 'allow')).toBe('POST');
+      expect(headerOf(wrongMethod, 'allow')).toBe('GET, HEAD, POST');
+      const wrongMethodOnACard = await send(main, { method: 'POST', url: `${CARDS}/card_1`, headers: {} });
+      observe({ component: 'MethodNotAllowed' }, wrongMethodOnACard, 'method_not_allowed');
+      expect(headerOf(wrongMethodOnACard, 'allow')).toBe('GET, HEAD, PATCH');
     });
   });
 
@@ -485,7 +596,7 @@ describe('real answers against docs/openapi.json', () => {
     };
 
     it.each(OPS)('%s: no Host header (400), headers too large (431), headers too slow (408)', async (op) => {
-      const method = op === 'getJwks' ? 'GET' : 'POST';
+      const method = METHODS[op];
       const [noHost, tooLarge, tooSlow] = await Promise.all([
         exchange(`${method} ${PATHS[op]} HTTP/1.1\r\nContent-Length: 0\r\n\r\n`),
         exchange(`${method} ${PATHS[op]} HTTP/1.1\r\nHost: localhost\r\nX-Filler: ${'a'.repeat(20_000)}\r\n\r\n`),

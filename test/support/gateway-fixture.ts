@@ -32,6 +32,8 @@ export interface TestGatewayOptions {
   store?: GatewayStore;
   clock?: ManualClock;
   extend?: GatewayDependencies['extend'];
+  /** The connector port (an in-memory one); by default the undici client for the config's connector URL. */
+  connector?: GatewayDependencies['connector'];
 }
 
 export async function createTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -47,6 +49,7 @@ export async function createTestGateway(options: TestGatewayOptions = {}): Promi
     logger: logs.logger,
     audit,
     ...(options.extend && { extend: options.extend }),
+    ...(options.connector && { connector: options.connector }),
   });
   await gateway.app.ready();
   return {

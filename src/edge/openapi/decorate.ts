@@ -60,9 +60,10 @@ export function decorateOpenApi(document: Document): Document {
         description: docs.success.description,
         headers: successHeaders,
         content: { 'application/json': { schema: named(document, successMedia.schema) ?? {}, examples: docs.success.examples } },
+        ...(docs.links && { links: docs.links }),
       };
       for (const [status, codes] of codesByStatus(docs.errors)) {
-        responses[String(status)] = errorResponse(status, codes, docs.rateLimited === true, docs.errorExamples ?? {});
+        responses[String(status)] = errorResponse(status, codes, docs.rateLimited === true, docs.errorExamples ?? {}, docs.afterLimiter ?? []);
       }
       operation.responses = responses;
     }

@@ -23,6 +23,10 @@ export interface ResponseDocs {
   errors: readonly ErrorCode[];
   /** The operation has rate limits: the rate-limit headers on its success and on the errors that come after the limiter. */
   rateLimited?: boolean;
+  /** Codes this operation answers after its limiter besides the usual ones (its own logic, error-responses.ts). */
+  afterLimiter?: readonly ErrorCode[];
+  /** OpenAPI links of the success answer: the operations its body leads to. */
+  links?: Record<string, { operationId: string; parameters: Record<string, string>; description: string }>;
   /** Examples closer to the operation than the catalogue's (a validation problem of its own body). */
   errorExamples?: Partial<Record<ErrorCode, GatewayError>>;
 }
@@ -90,3 +94,5 @@ export const BEARER_CODES = [
   'credential_inactive',
   'permission_denied',
 ] as const satisfies readonly ErrorCode[];
+/** What a card operation after creation answers when the connector fails: creation's 502/504 (D19). */
+export const CARD_CONNECTOR_CODES = ['connector_unavailable', 'connector_invalid_answer', 'connector_timeout'] as const satisfies readonly ErrorCode[];

@@ -13,6 +13,7 @@ export interface ResponseObject {
   description: string;
   headers?: Record<string, HeaderObject>;
   content?: Record<string, MediaObject>;
+  links?: Record<string, unknown>;
 }
 
 /** Codes whose answers close the connection (`Connection: close`). */
@@ -60,7 +61,12 @@ const STATUS_TEXT: Record<ErrorStatus, string> = {
 export const ENVELOPE_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
 
 /** The headers of an error response with these codes. */
-function errorHeaders(status: ErrorStatus, codes: readonly ErrorCode[], rateLimited: boolean): Record<string, HeaderObject> {
+function errorHeaders(
+  status: ErrorStatus,
+  codes: readonly ErrorCode[],
+  rateLimited: boolean,
+  afterLimiter: readonly ErrorCode[],
+): Record<string, HeaderObject> {
   const headers: Record<string, HeaderObject> = { 'X-Correlation-Id': header('X-Correlation-Id', true) };
   if (status === 401) {
     const challengeOf = (code: ErrorCode): string => bearerChallenge(code) ?? 'Bearer';
@@ -71,7 +77,7 @@ function errorHeaders(status: ErrorStatus, codes: readonly ErrorCode[], rateLimi
   }
   const waiting = codes.filter(carriesRetryAfter);
   if (waiting.length > 0) headers['Retry-After'] = header('Retry-After', waiting.length === codes.length);
-  if (rateLimited && codes.some((code) => AFTER_THE_LIMITER.has(code))) {
+  if (rateLimited && codes.some((code) => AFTER_THE_LIMITER.has(code) || afterLimiter.includes(code))) {
     // A 429 always says which limit refused; the errors of the route's own logic carry the
     // headers of the limit the request passed (other refusals come before the limiter).
     const required = status === 429;
@@ -95,11 +101,12 @@ export function errorResponse(
   codes: readonly ErrorCode[],
   rateLimited: boolean,
   overrides: Partial<Record<ErrorCode, GatewayError>>,
+  afterLimiter: readonly ErrorCode[] = [],
 ): ResponseObject {
   const lines = codes.map((code) => `- \`${code}\`: ${ERROR_CATALOGUE[code].description}`).join('\n');
   return {
     description: `${STATUS_TEXT[status]}. The envelope's \`code\` is one of:\n\n${lines}`,
-    headers: errorHeaders(status, codes, rateLimited),
+    headers: errorHeaders(status, codes, rateLimited, afterLimiter),
     content: { 'application/json': { schema: { ...ENVELOPE_REF }, examples: errorExamples(codes, overrides) } },
   };
 }

@@ -38,6 +38,18 @@ export function registerCardRoute(scope: FastifyInstance, createCard: CreateCard
             headers: { 'Cache-Control': true, 'Idempotent-Replayed': false, 'Idempotency-Payload-Mismatch': false },
             examples: CARD_EXAMPLES,
           },
+          links: {
+            getCard: {
+              operationId: 'getCard',
+              parameters: { cardId: '$response.body#/cardId' },
+              description: 'Read the card as it is now (its status may have changed since: a replay answers the card as created).',
+            },
+            changeCardStatus: {
+              operationId: 'changeCardStatus',
+              parameters: { cardId: '$response.body#/cardId' },
+              description: 'Freeze, unfreeze or cancel the card.',
+            },
+          },
           errors: [
             ...TRANSPORT_CODES,
             ...BODY_CODES,
