@@ -4,7 +4,7 @@ import { ManualClock } from '../../src/foundation/clock.js';
 import { createRedisClient } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
-import { waitFor } from '../support/auth-requests.js';
+import { waitFor } from '../support/wait.js';
 import { mintToken } from '../support/card-fixture.js';
 import { createTestGateway, testCertificatePem, type TestGateway } from '../support/gateway-fixture.js';
 import { LIFECYCLE_CREDENTIALS } from '../support/lifecycle-fixture.js';
@@ -79,7 +79,7 @@ beforeAll(async () => {
   connector = startProcess(process.execPath, [built.connectorJs], {
     env: { SANDBOX_CONNECTOR_PORT: String(connectorPort), SANDBOX_CONNECTOR_CONTROLS: 'true', SANDBOX_CONNECTOR_SECRET: '' },
   });
-  await waitFor(async () => connector.lines.some((line) => line.includes('listening on')), 15_000, 'the sandbox connector process to listen');
+  await waitFor('the sandbox connector process to listen', () => connector.lines.some((line) => line.includes('listening on')));
   shared = await createTestRedisStore('lifecycle-sockets');
   const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
   client.on('error', () => undefined);
