@@ -43,6 +43,27 @@ export function checkExpiry(context: SectionContext, field: string, source: stri
   return Math.floor(notAfter / 1000);
 }
 
+/**
+ * D51 for a CA file (the connector's, Redis'): each certificate of the bundle that has ended or
+ * ends within 14 days is a warning naming the file, its place in the bundle and its end. Only a
+ * bundle whose certificates have all ended stops a production start: then no peer can verify,
+ * while an ended certificate beside a valid one is the normal overlap of a CA rotation.
+ */
+export function checkCaExpiry(context: SectionContext, field: string, source: string, bundle: readonly X509Certificate[]): void {
+  const ends = bundle.map((certificate) => Date.parse(certificate.validTo));
+  const allEnded = ends.every((end) => end < context.now);
+  ends.forEach((end, index) => {
+    const which = bundle.length > 1 ? `CA certificate ${index + 1} of ${source}` : `CA certificate ${source}`;
+    if (end < context.now) {
+      const problem = `${which} expired on ${instant(end)}; renew it (${RUNBOOK})`;
+      if (allEnded && context.refuseExpired) refuseInProduction(context, field, problem, 'production refuses a CA file whose certificates have all expired');
+      else context.problems.warn(field, problem);
+    } else if (end - context.now <= EXPIRY_WARNING_DAYS * DAY_MS) {
+      context.problems.warn(field, `${which} expires on ${instant(end)}, within ${EXPIRY_WARNING_DAYS} days; renew it (${RUNBOOK})`);
+    }
+  });
+}
+
 export interface CertifiedKey {
   cert: Buffer;
   key: Buffer;

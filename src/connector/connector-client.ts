@@ -1,110 +1,35 @@
-import type { Readable } from 'node:stream';
-import { Pool } from 'undici';
 import { deadlineSignal } from '../foundation/deadline.js';
-import type { GatewayConfig } from '../config/config-types.js';
+import { isCardCanceledAnswer, parseCardPage, parseCardRecord } from './connector-answers.js';
 import { CONNECTOR_HEADERS, CONNECTOR_PATHS, parseConnectorCard } from './connector-contract.js';
 import { ConnectorError, type ConnectorClient } from './connector-port.js';
-
-type ConnectorSettings = GatewayConfig['connector'];
-
-function classify(error: unknown): ConnectorError {
-  if (error instanceof ConnectorError) return error;
-  const { code, name } = error as { code?: string; name?: string };
-  if (
-    name === 'TimeoutError' ||
-    name === 'AbortError' ||
-    code === 'UND_ERR_ABORTED' ||
-    code === 'UND_ERR_CONNECT_TIMEOUT' ||
-    code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    code === 'UND_ERR_BODY_TIMEOUT'
-  ) {
-    return new ConnectorError('timeout', { cause: error });
-  }
-  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ConnectorError('refused', { cause: error });
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED' || code === 'EPIPE') return new ConnectorError('reset', { cause: error });
-  return new ConnectorError('error', { cause: error });
-}
-
-/**
- * Reads a body to its end, refusing more than `limit` bytes (the connector is not trusted to be
- * small). Event-based rather than an async iterator: one allocation fewer per chunk on the
- * path every card takes.
- */
-function readCapped(body: Readable, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        body.destroy();
-        reject(new ConnectorError('invalid_answer'));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    body.once('end', () => resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8')));
-    body.once('error', reject);
-  });
-}
+import { getCardRequest, listCardsRequest, setCardStatusRequest } from './connector-requests.js';
+import { createConnectorPool, sendToConnector, type ConnectorSettings } from './connector-transport.js';
 
 /**
  * The connector port (connector-port.ts) on an undici pool, the one module that knows undici (a
- * forward whose answer must be checked, stored and masked is an HTTP client call, not a proxy). Every request has one total deadline,
- * `connector.timeoutMs`, covering connect, headers and the whole body: when it passes the
- * request is aborted, which destroys its socket, so a connector that answers a byte at a time
- * cannot keep the pool's connections after the gateway gave up (they would otherwise turn every
- * later card into a 504). The request is built only from the contract: the path `/v1/cards`,
- * never the client's URL or query, and the contract's headers, never the client's.
+ * forward whose answer must be checked, stored and masked is an HTTP client call, not a proxy).
+ * Every call has the same total deadline, answer-size cap and strict answer check
+ * (connector-transport.ts, connector-answers.ts), and is built only from the contract's fields.
  */
 export function createConnectorClient(settings: ConnectorSettings): ConnectorClient {
-  const pool = new Pool(settings.url, {
-    connections: settings.connections,
-    pipelining: 1,
-    keepAliveTimeout: 30_000,
-    // Backstops: each request's own deadline (below) decides first.
-    headersTimeout: settings.timeoutMs + 1000,
-    bodyTimeout: settings.timeoutMs + 1000,
-    connect: {
-      // Always verify the connector's certificate (against connector.tls.ca or the system CAs).
-      rejectUnauthorized: true,
-      timeout: Math.min(settings.timeoutMs, 5000),
-      ...(settings.tls?.ca && { ca: settings.tls.ca }),
-      ...(settings.tls?.cert && { cert: settings.tls.cert }),
-      ...(settings.tls?.key && { key: settings.tls.key }),
-    },
-  });
-  const headersFor = (body: string, meta: { idempotencyKey: string; correlationId: string }): Record<string, string> => ({
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(body)),
-    accept: 'application/json',
-    [CONNECTOR_HEADERS.idempotencyKey]: meta.idempotencyKey,
-    [CONNECTOR_HEADERS.correlationId]: meta.correlationId,
-    ...(settings.sharedSecret !== undefined && { [CONNECTOR_HEADERS.gatewaySecret]: settings.sharedSecret }),
-  });
+  const pool = createConnectorPool(settings);
 
   return {
     async createCard(payload, meta) {
       const body = JSON.stringify(payload);
-      // One total deadline from the moment the gateway decides to forward (queueing included).
-      const deadline = deadlineSignal(settings.timeoutMs);
-      let text: string;
-      let status: number;
-      try {
-        const response = await pool.request({
-          method: 'POST',
-          path: CONNECTOR_PATHS.createCard,
-          headers: headersFor(body, meta),
-          body,
-          signal: deadline.signal,
-        });
-        status = response.statusCode;
-        text = await readCapped(response.body, settings.maxAnswerBytes);
-      } catch (error) {
-        throw classify(deadline.signal.aborted ? Object.assign(new Error('connector deadline passed'), { name: 'TimeoutError', cause: error }) : error);
-      } finally {
-        deadline.clear();
-      }
+      const { status, text } = await sendToConnector(pool, settings, {
+        method: 'POST',
+        path: CONNECTOR_PATHS.createCard,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          accept: 'application/json',
+          [CONNECTOR_HEADERS.idempotencyKey]: meta.idempotencyKey,
+          [CONNECTOR_HEADERS.correlationId]: meta.correlationId,
+          ...(settings.sharedSecret !== undefined && { [CONNECTOR_HEADERS.gatewaySecret]: settings.sharedSecret }),
+        },
+        body,
+      });
       if (status !== 200 && status !== 201) throw new ConnectorError('status', { status });
       const replayed = status === 200;
       // A replay (200) is the card the connector made for this key earlier, possibly from a
@@ -113,15 +38,33 @@ export function createConnectorClient(settings: ConnectorSettings): ConnectorCli
       if (!card) throw new ConnectorError('invalid_answer', { status });
       return { card, replayed };
     },
-    // The lifecycle calls (D43-D45) land with issue 19; until then they fail as an unusable connector would.
-    async getCard() {
-      throw new ConnectorError('error', { cause: new Error('lifecycle calls not implemented') });
+    async getCard(issuingAccount, cardId, meta) {
+      // An empty id would address the list, not a card: no card has it.
+      if (cardId === '') return null;
+      const { status, text } = await sendToConnector(pool, settings, getCardRequest(settings, issuingAccount, cardId, meta));
+      if (status === 404) return null;
+      if (status !== 200) throw new ConnectorError('status', { status });
+      const record = parseCardRecord(text, cardId);
+      if (!record) throw new ConnectorError('invalid_answer', { status });
+      return record;
     },
-    async listCards() {
-      throw new ConnectorError('error', { cause: new Error('lifecycle calls not implemented') });
+    async listCards(query, meta) {
+      const { status, text } = await sendToConnector(pool, settings, listCardsRequest(settings, query, meta));
+      if (status !== 200) throw new ConnectorError('status', { status });
+      const page = parseCardPage(text, query.limit);
+      if (!page) throw new ConnectorError('invalid_answer', { status });
+      return page;
     },
-    async setCardStatus() {
-      throw new ConnectorError('error', { cause: new Error('lifecycle calls not implemented') });
+    async setCardStatus(cardId, change, meta) {
+      if (cardId === '') return { outcome: 'not_found' };
+      const { status, text } = await sendToConnector(pool, settings, setCardStatusRequest(settings, cardId, change, meta));
+      if (status === 404) return { outcome: 'not_found' };
+      if (status === 409 && isCardCanceledAnswer(text)) return { outcome: 'card_canceled' };
+      if (status !== 200) throw new ConnectorError('status', { status });
+      const card = parseCardRecord(text, cardId);
+      // A 200 is the card after the change: any other status means the connector did not apply it.
+      if (!card || card.status !== change.status) throw new ConnectorError('invalid_answer', { status });
+      return { outcome: 'updated', card };
     },
     async health() {
       const stats = pool.stats;

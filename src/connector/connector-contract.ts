@@ -7,13 +7,21 @@ import { CardStatusSchema, type CardStatus } from '../foundation/card-status.js'
  * client and the sandbox connector both build on these schemas, so the two sides cannot drift.
  */
 
+/**
+ * One path segment, every reserved character encoded. Dots too: encodeURIComponent leaves them,
+ * and a server or proxy that resolves dot segments would turn the id `..` into another resource.
+ */
+function pathSegment(value: string): string {
+  return encodeURIComponent(value).replaceAll('.', '%2E');
+}
+
 export const CONNECTOR_PATHS = {
   createCard: '/v1/cards',
   listCards: '/v1/cards',
   /** `GET /v1/cards/{cardId}?issuingAccount=` (D43). */
-  card: (cardId: string): string => `/v1/cards/${encodeURIComponent(cardId)}`,
+  card: (cardId: string): string => `/v1/cards/${pathSegment(cardId)}`,
   /** `POST /v1/cards/{cardId}/status` (D45). */
-  cardStatus: (cardId: string): string => `/v1/cards/${encodeURIComponent(cardId)}/status`,
+  cardStatus: (cardId: string): string => `/v1/cards/${pathSegment(cardId)}/status`,
   health: '/health',
 } as const;
 
@@ -64,6 +72,8 @@ export function describeContractError(errors: readonly ErrorObject[] | null | un
   const first = errors?.[0];
   if (!first) return 'body does not match the connector contract';
   const field = first.instancePath.replace(/^\//, '').replaceAll('/', '.') || 'body';
+  const extra = (first.params as { additionalProperty?: unknown }).additionalProperty;
+  if (first.keyword === 'additionalProperties' && typeof extra === 'string') return `${field} must not have the member ${extra}`;
   return `${field} ${first.message ?? 'is invalid'}`;
 }
 
@@ -99,11 +109,26 @@ export const ConnectorCardRecordSchema = Type.Intersect([
 ]);
 export type ConnectorCardRecord = Static<typeof ConnectorCardRecordSchema>;
 
+/** Bounds of `GET /v1/cards`: `limit` 1 to 100 (20 when absent), a cursor of at most 512 characters. */
+export const CONNECTOR_LIST_BOUNDS = { minLimit: 1, maxLimit: 100, defaultLimit: 20, maxCursorLength: 512 } as const;
+
 /** `GET /v1/cards` answer: newest first; the cursor is the connector's own, opaque to the gateway. */
 export interface ConnectorCardPage {
   data: ConnectorCardRecord[];
   nextCursor: string | null;
 }
+
+/** The page's schema: never more records than the largest limit, a bounded cursor. */
+export const ConnectorCardPageSchema = Type.Object({
+  data: Type.Array(ConnectorCardRecordSchema, { maxItems: CONNECTOR_LIST_BOUNDS.maxLimit }),
+  nextCursor: Type.Union([Type.String({ minLength: 1, maxLength: CONNECTOR_LIST_BOUNDS.maxCursorLength }), Type.Null()]),
+});
+
+/** The `code` of the 409 a status change of a canceled card answers (D45). */
+export const CONNECTOR_CARD_CANCELED = 'card_canceled';
+
+/** An ISO 8601 UTC instant as `createdAfter`/`createdBefore` carry it (fraction optional, `Z` required). */
+export const UTC_INSTANT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$';
 
 /** Query of `GET /v1/cards`; `createdAfter`/`createdBefore` are ISO 8601 UTC instants. */
 export interface ConnectorListQuery {
@@ -121,3 +146,13 @@ export interface ConnectorStatusChange {
   status: CardStatus;
   reason?: string;
 }
+
+/** The status change body's schema: those three members and nothing else. */
+export const ConnectorStatusChangeSchema = Type.Object(
+  {
+    issuingAccount: Type.String({ minLength: 1, maxLength: 128 }),
+    status: CardStatusSchema,
+    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -164,5 +164,67 @@ describe('the expiry metric: one series per certificate (listener label)', () =>
   it('without a client certificate, the api series alone', async () => {
     const config = await loadConfig(await written(await rawTestConfig({ tls: tlsOf(endsSoon) })), {});
     expect(await expirySeries(config)).toEqual({ api: endsSoon.end / 1000, client: undefined, samples: 1 });
+  });
+});
+
+/**
+ * D51 for the CA files the gateway loads to verify its peers: each certificate of a bundle that
+ * ends within 14 days, or has ended, is a warning naming the file (and its place in a bundle);
+ * production refuses a CA file only when every certificate in it has ended (no peer could verify).
+ */
+describe('the CA files: connector.tls.ca and store.redis.tls.ca', () => {
+  let aYear: TestCertificate;
+  beforeAll(async () => {
+    aYear = await certificateFilesUntil(Date.now() + 365 * DAY);
+  });
+
+  /** A CA file holding the certificates of `certificates`, in that order. */
+  function caFile(...certificates: TestCertificate[]): string {
+    const dir = mkdtempSync(join(tmpdir(), 'ca-expiry-'));
+    scratch.push(dir);
+    const path = join(dir, 'ca.crt');
+    writeFileSync(path, certificates.map((certificate) => readFileSync(certificate.cert, 'utf8')).join(''));
+    return path;
+  }
+  async function connectorCa(path: string): Promise<RawConfig> {
+    const { connector } = await productionSafeOverrides();
+    return { connector: { ...(connector as RawConfig), tls: { ca: { file: path } } } };
+  }
+
+  it('connector.tls.ca ending in 3 days: a warning naming the file and the date', async () => {
+    const path = caFile(endsSoon);
+    const file = await written(await rawTestConfig(await connectorCa(path)));
+    expect((await loadConfig(file, {})).warnings).toContain(
+      `${file}: connector.tls.ca: CA certificate ${path} expires on ${endsSoon.endText}, within 14 days; renew it (${RUNBOOK})`,
+    );
+  });
+
+  it('connector.tls.ca expired: production refuses; in sandbox a warning', async () => {
+    const path = caFile(ended);
+    const line = (file: string) => `${file}: connector.tls.ca: CA certificate ${path} expired on ${ended.endText}; renew it (${RUNBOOK})`;
+    const production = await written(await rawTestConfig({ ...(await productionSafeOverrides()), ...(await connectorCa(path)) }));
+    expect(await refused(production)).toEqual([`${line(production)} (production refuses a CA file whose certificates have all expired)`]);
+    const sandbox = await written(await rawTestConfig(await connectorCa(path)));
+    expect((await loadConfig(sandbox, {})).warnings).toContain(line(sandbox));
+  });
+
+  it('a bundle with an expired certificate beside a valid one: production starts, warning about that one by its place', async () => {
+    const path = caFile(aYear, ended);
+    const file = await written(await rawTestConfig({ ...(await productionSafeOverrides()), ...(await connectorCa(path)) }));
+    const caWarnings = (await loadConfig(file, {})).warnings.filter((line) => line.includes('tls.ca'));
+    expect(caWarnings).toEqual([`${file}: connector.tls.ca: CA certificate 2 of ${path} expired on ${ended.endText}; renew it (${RUNBOOK})`]);
+  });
+
+  it('store.redis.tls.ca ending in 3 days: a warning; a CA a year from its end says nothing', async () => {
+    const redis = (path: string): RawConfig => ({
+      store: { kind: 'redis', redis: { url: 'rediss://127.0.0.1:6380', tls: { ca: { file: path } }, keyPrefix: 'test:ca-expiry:' } },
+    });
+    const soon = caFile(endsSoon);
+    const file = await written(await rawTestConfig(redis(soon)));
+    expect((await loadConfig(file, {})).warnings).toContain(
+      `${file}: store.redis.tls.ca: CA certificate ${soon} expires on ${endsSoon.endText}, within 14 days; renew it (${RUNBOOK})`,
+    );
+    const quiet = await written(await rawTestConfig(redis(caFile(aYear))));
+    expect((await loadConfig(quiet, {})).warnings.filter((line) => line.includes('tls.ca'))).toEqual([]);
   });
 });

@@ -1,9 +1,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import selfsigned from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
+import { connectorCertificates } from '../support/connector-certificates.js';
 import { createCard, expectCard, expectError, mintToken, validCardBody } from '../support/card-fixture.js';
 import { createTestGateway, type TestGateway } from '../support/gateway-fixture.js';
 
@@ -17,35 +17,19 @@ describe('forward to a connector that requires mutual TLS', () => {
   const gateways: TestGateway[] = [];
 
   beforeAll(async () => {
-    const ca = await selfsigned.generate([{ name: 'commonName', value: 'Test connector CA' }], {
-      keyType: 'ec',
-      algorithm: 'sha256',
-      extensions: [
-        { name: 'basicConstraints', cA: true, critical: true },
-        { name: 'keyUsage', keyCertSign: true, digitalSignature: true, critical: true },
-      ],
-    });
-    const signer = { key: ca.private, cert: ca.cert };
-    const server = await selfsigned.generate([{ name: 'commonName', value: '127.0.0.1' }], {
-      keyType: 'ec',
-      algorithm: 'sha256',
-      ca: signer,
-      extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }],
-    });
-    const client = await selfsigned.generate([{ name: 'commonName', value: 'card-gateway' }], { keyType: 'ec', algorithm: 'sha256', ca: signer });
-    const stranger = await selfsigned.generate([{ name: 'commonName', value: 'Unrelated CA' }], { keyType: 'ec', algorithm: 'sha256' });
+    const pems = await connectorCertificates();
     const dir = mkdtempSync(join(tmpdir(), 'gw-mtls-'));
     const write = (name: string, content: string) => {
       writeFileSync(join(dir, name), content);
       return join(dir, name);
     };
     files = {
-      ca: write('ca.crt', ca.cert),
-      cert: write('client.crt', client.cert),
-      key: write('client.key', client.private),
-      otherCa: write('other-ca.crt', stranger.cert),
+      ca: write('ca.crt', pems.ca),
+      cert: write('client.crt', pems.client.cert),
+      key: write('client.key', pems.client.key),
+      otherCa: write('other-ca.crt', pems.otherCa),
     };
-    connector = await startSandboxConnector({ controls: true, tls: { cert: server.cert, key: server.private, ca: ca.cert } });
+    connector = await startSandboxConnector({ controls: true, tls: { ...pems.server, ca: pems.ca } });
   });
 
   afterAll(async () => {

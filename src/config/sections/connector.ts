@@ -1,4 +1,4 @@
-import { loadCertifiedKey, parseCertificates } from '../certificates.js';
+import { checkCaExpiry, loadCertifiedKey, parseCertificates } from '../certificates.js';
 import { ConfigFileSchema } from '../config-schema.js';
 import type { ConnectorSettings } from '../config-types.js';
 import type { SectionContext } from '../load-context.js';
@@ -17,7 +17,8 @@ export async function loadConnector(raw: unknown, context: SectionContext): Prom
   const tlsRaw = child(raw, 'tls');
   const tlsRefs = members(CONNECTOR.properties.tls, tlsRaw);
   const ca = await context.secret('connector.tls.ca', tlsRefs.ca, 'public');
-  if (ca) await problems.capture('connector.tls.ca', () => parseCertificates(ca));
+  const caBundle = ca ? await problems.capture('connector.tls.ca', () => parseCertificates(ca)) : undefined;
+  if (caBundle && tlsRefs.ca) checkCaExpiry(context, 'connector.tls.ca', context.where(tlsRefs.ca), caBundle);
   const client =
     tlsRefs.cert || tlsRefs.key
       ? await loadCertifiedKey(context, { cert: 'connector.tls.cert', key: 'connector.tls.key' }, { cert: tlsRefs.cert, key: tlsRefs.key })

@@ -1,5 +1,5 @@
 import type { TString } from '@sinclair/typebox';
-import { parseCertificates } from '../certificates.js';
+import { checkCaExpiry, parseCertificates } from '../certificates.js';
 import { ConfigFileSchema } from '../config-schema.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { SectionContext } from '../load-context.js';
@@ -51,7 +51,8 @@ export async function loadStore(raw: unknown, context: SectionContext): Promise<
   const password = (await context.secret('store.redis.password', redis.password, 'private'))?.toString('utf8').trim();
   const sentinelPassword = (await context.secret('store.redis.sentinel.password', sentinel.password, 'private'))?.toString('utf8').trim();
   const ca = await context.secret('store.redis.tls.ca', redis.tls?.ca, 'public');
-  if (ca) await problems.capture('store.redis.tls.ca', () => parseCertificates(ca));
+  const caBundle = ca ? await problems.capture('store.redis.tls.ca', () => parseCertificates(ca)) : undefined;
+  if (caBundle && redis.tls?.ca) checkCaExpiry(context, 'store.redis.tls.ca', context.where(redis.tls.ca), caBundle);
 
   const whole = accept(REDIS, redisRaw);
   const target: RedisTarget | undefined = whole?.url
