@@ -24,7 +24,10 @@ export const CredentialsFileSchema = Type.Object(
               "scrypt (N=2^14, r=8, p=1, a salt per credential); make it with `npm run hash-password`. A new hash ends the credential's sessions (D41)",
           }),
           issuingAccount: Type.String({ minLength: 1, description: "one of the config's `issuingAccounts`" }),
-          permissions: Type.Array(Type.Union(PERMISSIONS.map((p) => Type.Literal(p))), { uniqueItems: true, description: 'what the credential may do, exactly: none implies another (cards:create, cards:reveal, cards:read, cards:update)' }),
+          permissions: Type.Array(Type.Union(PERMISSIONS.map((p) => Type.Literal(p))), {
+            uniqueItems: true,
+            description: 'what the credential may do, exactly: none implies another (cards:create, cards:reveal, cards:read, cards:update)',
+          }),
           addressRanges: Type.Array(Type.String(), {
             default: [],
             description: 'CIDRs the credential may be used from; empty means any address the allowlist admits',

@@ -63,7 +63,7 @@ describe('docs/configuration.md, the configuration reference', () => {
     expect(row('tokens.issuer')?.[2]).toBe('**required**');
     expect(row('store.redis.password')?.slice(1, 3)).toEqual(['secret ref', 'none']);
     expect(row('environment')?.[1]).toBe('one of `local`, `sandbox`, `production`');
-    expect(row('credentials[].permissions')?.[1]).toBe('list of one of `cards:create`, `cards:reveal`');
+    expect(row('credentials[].permissions')?.[1]).toBe('list of one of `cards:create`, `cards:reveal`, `cards:read`, `cards:update`');
   });
 
   it('a setting without a description would be caught (guards the check above)', () => {

@@ -144,6 +144,8 @@ describe('shipped config files', () => {
         login: { points: 5, windowSeconds: 60 },
         refresh: { points: 5, windowSeconds: 60 },
         loginPerAddress: { points: 30, windowSeconds: 60 },
+        cardReads: { points: 300, windowSeconds: 60 },
+        cardStatusChanges: { points: 60, windowSeconds: 60 },
         loginLockout: { maxConsecutiveFailures: 10, lockoutSeconds: 1800 },
       });
       expect(config.connector.tls?.ca).toBeDefined();
@@ -474,7 +476,7 @@ describe('credentials file errors name the credentials file and credentials[i].f
     const refusal = await refuse(await rawTestConfig(), { credentials });
     expect([...refusal.problems].sort()).toEqual(
       [
-        `${refusal.credentialsFile}: credentials[0].permissions[0]: must be one of ["cards:create","cards:reveal"]`,
+        `${refusal.credentialsFile}: credentials[0].permissions[0]: must be one of ["cards:create","cards:reveal","cards:read","cards:update"]`,
         `${refusal.credentialsFile}: credentials[1].active: must be boolean`,
         `${refusal.credentialsFile}: credentials[2].role: is not a known setting`,
         `${refusal.credentialsFile}: credentials[3].username: is required`,

@@ -124,6 +124,10 @@ export const METRIC_CATALOGUE: ReadonlySet<string> = new Set([
   'gateway_store_up',
   'gateway_store_info',
   'gateway_store_master_changes_total',
+  // D48 (issue 19): the card operations after creation
+  'gateway_card_operations_total',
+  'gateway_connector_call_duration_seconds',
+  'gateway_connector_foreign_records_total',
   // D54, D55 (issue 22)
   'gateway_store_down_reason',
   'gateway_store_operation_failures_total',
