@@ -20,6 +20,7 @@ import type { GatewayConfig } from './config/config-types.js';
 import { createConnectorClient } from './connector/connector-client.js';
 import type { ConnectorClient } from './connector/connector-port.js';
 import { createBearerGuard } from './edge/bearer-guard.js';
+import { AddressBudgets } from './edge/address-budgets.js';
 import { installEdgeGuards } from './edge/edge-guards.js';
 import { installErrorHandler } from './edge/error-handler.js';
 import { createFrameworkErrorHandler } from './edge/framework-errors.js';
@@ -150,7 +151,10 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
       connectionClosed: () => metrics.connectionsOpen.dec(),
       connectionRefused: (reason) => metrics.connectionsRefused.inc({ reason }),
       clientError: (kind) => metrics.clientErrors.inc({ kind }),
+      budgetRefused: (reason) => metrics.addressBudgetRefusals.inc({ reason }),
     },
+    budgets: new AddressBudgets(() => config.limits.perAddress, clock),
+    perAddress: () => config.limits.perAddress,
   };
   const servers = publicServers(hardening);
   const app = Fastify({

@@ -196,6 +196,34 @@ export const ConfigFileSchema = Type.Object(
       },
       { additionalProperties: false, description: 'the processor-connector the cards are forwarded to (see the connector contract)' },
     ),
+    // D53: what one client address may take of one replica; decided in memory, before routing.
+    limits: Type.Object(
+      {
+        perAddress: Type.Object(
+          {
+            requestsPerSecond: PositiveInt({
+              maximum: 1_000_000,
+              default: 200,
+              description:
+                'Requests one client address (after trusted-proxy resolution; IPv6 per /64) may send to one replica per second, across all routes. Past it: 429 rate_limited before routing, body reading, store or token work. Counted per replica, not shared.',
+            }),
+            inFlight: PositiveInt({
+              maximum: 1_000_000,
+              default: 64,
+              description: 'Requests of one client address one replica serves at once; past it: 429 rate_limited, as for requestsPerSecond.',
+            }),
+            connectionsPerSecond: PositiveInt({
+              maximum: 1_000_000,
+              default: 50,
+              description:
+                'New connections one peer address may open to one replica per second; past it the socket is closed at accept, before the TLS handshake. Trusted proxies are exempt (their clients are known only from headers).',
+            }),
+          },
+          { additionalProperties: false, default: {}, description: 'Per-address budgets of one replica (D53).' },
+        ),
+      },
+      { additionalProperties: false, default: {}, description: 'Budgets decided in memory by each replica, before routing.' },
+    ),
     rateLimits: Type.Object(
       {
         login: Window(5, 60, 'login attempts per submitted username, known or not (D11)'),

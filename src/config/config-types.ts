@@ -67,6 +67,7 @@ export interface ResolvedConfig {
   store: { kind: 'memory' } | RedisStoreConfig;
   connector: ConnectorSettings;
   rateLimits: ConfigFile['rateLimits'];
+  limits: ConfigFile['limits'];
   passwordHashing: Required<ConfigFile['passwordHashing']>;
   tokens: TokenSettings;
   credentialsFile: string;

@@ -13,7 +13,7 @@ import { loadCards } from './sections/cards.js';
 import { loadConnector } from './sections/connector.js';
 import { loadCredentialsFile, loadIssuingAccounts } from './sections/credentials.js';
 import { rangesLoader } from './sections/ranges.js';
-import { loadAudit, loadEdge, loadListeners, loadLogging, loadPasswordHashing, loadRateLimits, loadShutdown } from './sections/settings.js';
+import { loadAudit, loadEdge, loadListeners, loadLimits, loadLogging, loadPasswordHashing, loadRateLimits, loadShutdown } from './sections/settings.js';
 import { loadStore } from './sections/store.js';
 import { loadTls } from './sections/tls.js';
 import { loadTokens } from './sections/tokens.js';
@@ -56,6 +56,7 @@ export async function loadConfig(file: string, env: Environment = process.env, o
     store: await section(loadStore, root['store']),
     connector: await section(loadConnector, root['connector']),
     rateLimits: await section(loadRateLimits, root['rateLimits']),
+    limits: await section(loadLimits, root['limits']),
     passwordHashing: await section(loadPasswordHashing, root['passwordHashing']),
     tokens: await section(loadTokens, root['tokens']),
     issuingAccounts: await section(loadIssuingAccounts, root['issuingAccounts']),

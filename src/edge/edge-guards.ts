@@ -5,6 +5,7 @@ import type { AuditSink } from '../observability/audit.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Outcomes } from '../observability/outcomes.js';
 import { resolveClientOrigin } from './client-origin.js';
+import { resolvedOrigin } from './request-budget.js';
 import { sendError } from './error-handler.js';
 import { errors } from '../foundation/errors.js';
 import { MAX_URL_BYTES, urlCarriesToken } from './url-checks.js';
@@ -41,7 +42,10 @@ export function installEdgeGuards(
     reply.header('x-correlation-id', request.id);
     const socket = request.raw.socket;
     const current = live.current;
-    const origin = resolveClientOrigin(socket.remoteAddress, (socket as { encrypted?: boolean }).encrypted === true, request.headers, current.trustedProxies);
+    // Resolved already by the request budget (request-budget.ts) when the request came through a listener.
+    const origin =
+      resolvedOrigin(request.raw) ??
+      resolveClientOrigin(socket.remoteAddress, (socket as { encrypted?: boolean }).encrypted === true, request.headers, current.trustedProxies);
     // An unknown address (a trusted proxy reporting `127.1`) is audited under the proxy's.
     const clientAddress = origin.address ?? socket.remoteAddress ?? '';
     request.clientAddress = clientAddress;

@@ -12,7 +12,10 @@ import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import type { Clock } from '../foundation/clock.js';
 import type { AddressRanges } from '../foundation/address-ranges.js';
+import { normaliseAddress } from '../foundation/address-ranges.js';
+import type { AddressBudgets, BudgetRefusal, PerAddressLimits } from './address-budgets.js';
 import { classifyPeer } from './client-origin.js';
+import { budgetRequests } from './request-budget.js';
 import { errors, toEnvelope, type GatewayError } from '../foundation/errors.js';
 
 /** Deadlines and budgets of the public listeners (D25). */
@@ -46,6 +49,8 @@ export interface ListenerEvents {
   connectionOpened(): void;
   connectionClosed(): void;
   connectionRefused(reason: 'connection_cap' | 'outsider_cap'): void;
+  /** D53: a request answered 429 or a connection closed at accept, over its address's budget. */
+  budgetRefused(reason: BudgetRefusal): void;
   clientError(kind: string): void;
 }
 
@@ -55,6 +60,9 @@ export interface HardeningDeps {
   /** The live allowlist and trusted proxies (reload may change them). */
   ranges(): { allowlist: AddressRanges; trustedProxies: AddressRanges };
   events: ListenerEvents;
+  /** D53: per-address budgets, and their limits now. */
+  budgets: AddressBudgets;
+  perAddress(): PerAddressLimits;
 }
 
 /**
@@ -77,9 +85,18 @@ class ConnectionBudget {
       socket.destroy();
       return;
     }
-    const outsider = classifyPeer(socket.remoteAddress, this.deps.ranges()) === 'outsider';
+    const peer = classifyPeer(socket.remoteAddress, this.deps.ranges());
+    const outsider = peer === 'outsider';
     if (outsider && this.#outsiders >= limits.maxOutsiderConnections) {
       events.connectionRefused('outsider_cap');
+      socket.destroy();
+      return;
+    }
+    // D53: a trusted proxy carries many clients, known only from headers: its connections are
+    // not budgeted per address (the requests it forwards are, by their client's address).
+    const address = peer === 'proxy' || socket.remoteAddress === undefined ? undefined : normaliseAddress(socket.remoteAddress);
+    if (address !== undefined && !this.deps.budgets.admitConnection(address)) {
+      events.budgetRefused('connections_per_second');
       socket.destroy();
       return;
     }
@@ -174,6 +191,14 @@ export interface PublicServers {
 export function publicServers(deps: HardeningDeps): PublicServers {
   const budget = new ConnectionBudget(deps);
   const { limits } = deps;
+  const budgeted = (handler: Handler) =>
+    budgetRequests(handler, {
+      budgets: deps.budgets,
+      ranges: deps.ranges,
+      clock: deps.clock,
+      requestsPerSecond: () => deps.perAddress().requestsPerSecond,
+      refused: (reason) => deps.events.budgetRefused(reason),
+    });
   const httpOptions = {
     connectionsCheckingInterval: checkingInterval(limits),
     // A missing Host is answered by the edge guard with the envelope, not by Node's bare 400.
@@ -194,12 +219,12 @@ export function publicServers(deps: HardeningDeps): PublicServers {
             honorCipherOrder: true,
             handshakeTimeout: limits.handshakeTimeoutMs,
           },
-          handler,
+          budgeted(handler),
         ),
         deps,
         budget,
         false,
       ),
-    plain: (handler) => harden(createHttpServer(httpOptions, handler), deps, budget, true),
+    plain: (handler) => harden(createHttpServer(httpOptions, budgeted(handler)), deps, budget, true),
   };
 }

@@ -28,6 +28,7 @@ const KNOWN = {
   connectionsRefused: ['connection_cap', 'outsider_cap'],
   connectorOperations: ['create', 'get', 'list', 'status'],
   cardOperations: ['read', 'list', 'status_change'],
+  addressBudgetRefusals: ['requests_per_second', 'in_flight', 'connections_per_second'],
   clientErrors: ['malformed_request', 'headers_too_large', 'request_timeout', 'tls'],
   configReloads: ['success', 'failure'],
   storeOperations: ['reserve', 'complete', 'release', 'peek', 'rotate', 'revoke', 'create_family', 'limiter', 'lockout', 'not_before', 'ping'],
@@ -86,6 +87,7 @@ export class GatewayMetrics {
   readonly storeCommandDuration: Histogram<'operation'>;
   readonly connectionsOpen: Gauge;
   readonly connectionsRefused: Counter<'reason'>;
+  readonly addressBudgetRefusals: Counter<'reason'>;
   readonly clientErrors: Counter<'kind'>;
   readonly auditWritable: Gauge;
   readonly auditWriteFailures: Counter;
@@ -212,6 +214,12 @@ export class GatewayMetrics {
       'Connections closed at accept: connection_cap (edge.maxConnections) or outsider_cap (edge.maxOutsiderConnections).',
       ['reason'],
       KNOWN.connectionsRefused,
+    );
+    this.addressBudgetRefusals = counter(
+      'gateway_address_budget_refusals_total',
+      'Requests answered 429 and connections closed at accept because one client address was over its budget (D53, limits.perAddress), by reason; never by address.',
+      ['reason'],
+      KNOWN.addressBudgetRefusals,
     );
     this.clientErrors = counter(
       'gateway_client_errors_total',

@@ -57,6 +57,9 @@ export function cardLifecycleSuite(name: string, makeStore: (clock: ManualClock 
         expect(card['pan']).toMatch(MASKED_PAN);
         expect((await f.patch(life, cardId, { status: 'inactive' })).statusCode).toBe(200);
         expect((await f.get(await f.token('reader'), cardId)).json<{ status: string }>().status).toBe('inactive');
+        expect(await metricValue(f.gw, 'gateway_card_operations_total', { operation: 'read', outcome: 'ok' })).toBe(2);
+        expect(await metricValue(f.gw, 'gateway_connector_call_duration_seconds_count', { operation: 'get' })).toBe(3);
+        expect(await metricValue(f.gw, 'gateway_connector_call_duration_seconds_count', { operation: 'status' })).toBe(1);
       });
 
       it('needs cards:read, which no other permission implies (D47): 403 before the connector is asked', async () => {
@@ -84,6 +87,10 @@ export function cardLifecycleSuite(name: string, makeStore: (clock: ManualClock 
         expect(revealed.statusCode, revealed.body).toBe(200);
         expect(revealed.json<{ pan: string; cvc: string }>().pan).toMatch(/^\d{16}$/);
         expect(revealed.json<{ cvc: string }>().cvc).toMatch(/^\d{3}$/);
+        const revealedPan = revealed.json<{ pan: string }>().pan;
+        expect(f.gw.logs.text()).not.toContain(revealedPan);
+        expect(f.gw.audit.lines.join('\n')).not.toContain(revealedPan);
+        expect(await metricValue(f.gw, 'gateway_card_reveals_total')).toBe(1);
         const correlationId = revealed.headers['x-correlation-id'];
         expect(auditEvents(f).filter((event) => event['correlationId'] === correlationId)).toEqual([
           expect.objectContaining({ event: 'card.revealed', credential: 'cred-life', cardId }),

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CardSealer } from '../../src/cards/card-sealing.js';
 import type { StoredCard } from '../../src/store/store-types.js';
 import { createCard, expectCard, setConnectorMode, startCardFixture, validCardBody, type CardAnswer, type CardFixture } from '../support/card-fixture.js';
-import { createTestRedisStore, keysWithPrefix, type TestRedisStore } from '../support/redis.js';
+import { createTestRedisStore, keysWithPrefix, readIdempotency, type TestRedisStore } from '../support/redis.js';
 
 /**
  * D18/D21: after cards are created, replayed and revealed on Redis, no full PAN or CVC is in
@@ -122,9 +122,9 @@ describe('no plaintext PAN or CVC anywhere the gateway writes (D18, D21)', () =>
       const recordKey = `acct-eu:${requestId}`;
       const entry = [...values.entries()].find(([key]) => key.includes(recordKey));
       expect(entry, `no record for ${recordKey}`).toBeDefined();
-      const hash = await redis.client.hgetall(entry?.[0] ?? '');
-      expect(hash['state']).toBe('completed');
-      const record = JSON.parse(hash['record'] ?? '{}') as StoredCard;
+      const stored = await readIdempotency(redis.client, entry?.[0] ?? '');
+      expect(stored.state).toBe('completed');
+      const record = JSON.parse(stored.fields['record'] ?? '{}') as StoredCard;
       const card = revealed[index];
       expect(card).toBeDefined();
       expect(record.card.cardId).toBe(card?.cardId);

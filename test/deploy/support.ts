@@ -101,6 +101,7 @@ export const METRIC_CATALOGUE: ReadonlySet<string> = new Set([
   'gateway_store_unavailable_total',
   'gateway_connections_open',
   'gateway_connections_refused_total',
+  'gateway_address_budget_refusals_total',
   'gateway_client_errors_total',
   'gateway_audit_writable',
   'gateway_audit_write_failures_total',

@@ -7,6 +7,7 @@ import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError } from '../../src/store/store-types.js';
 import { connectorStats, createCard, setConnectorMode, startCardFixture, validCardBody, type CardAnswer, type CardFixture } from '../support/card-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
+import { readIdempotency } from '../support/redis.js';
 import { waitUntilPingable } from '../support/redis-topologies.js';
 import { startCuttingProxy, type CuttingProxy } from './cutting-proxy.js';
 
@@ -82,10 +83,12 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     await cut;
     expect(performance.now() - started).toBeLessThan(1000);
     // The claim is in Redis, held by an owner that answered 503: the problem is real.
-    expect(await admin.hget(`${PREFIX}idem:{${name}}`, 'owner')).toBe('gw-lost');
+    expect((await readIdempotency(admin, `${PREFIX}idem:{${name}}`)).fields['owner']).toBe('gw-lost');
     expect(store.describe().pendingRepairs).toBe(1);
 
-    await expect.poll(() => admin.hget(`${PREFIX}idem:{${name}}`, 'state'), { timeout: 5_000, interval: 50 }).toBe('released');
+    await expect
+      .poll(() => readIdempotency(admin, `${PREFIX}idem:{${name}}`).then((stored) => stored.state), { timeout: 5_000, interval: 50 })
+      .toBe('released');
     const freedAfter = performance.now() - started;
     expect(freedAfter).toBeLessThan(4_000);
     expect(store.describe().pendingRepairs).toBe(0);
@@ -105,7 +108,7 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     const first = await createCard(fixture.gw, token, body);
     await cut;
     expect(first.statusCode, first.body).toBe(503);
-    expect(await admin.hget(recordKey(requestId), 'state')).toBe('pending');
+    expect(await readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state)).toBe('pending');
     const answeredAt = performance.now();
 
     // The client retries as told (Retry-After: 1), again on each 503.
@@ -143,9 +146,9 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     // The card exists: its client gets it (the record is what is missing).
     expect(first.statusCode, first.body).toBe(201);
     const card = first.json<CardAnswer>();
-    expect(await admin.hget(recordKey(requestId), 'state')).toBe('pending');
+    expect(await readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state)).toBe('pending');
 
-    await expect.poll(() => admin.hget(recordKey(requestId), 'state'), { timeout: 5_000, interval: 50 }).toBe('completed');
+    await expect.poll(() => readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state), { timeout: 5_000, interval: 50 }).toBe('completed');
     const again = await createCard(fixture.gw, token, body);
     expect(again.statusCode, again.body).toBe(201);
     expect(again.headers['idempotent-replayed']).toBe('true');
@@ -163,9 +166,9 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     await setConnectorMode(fixture.connector, { mode: 'delay', delayMs: 1_500, count: 1 });
     const first = await cutDuringForward(fixture, token, body, proxy, 1_500);
     expect(first.statusCode, first.body).toBe(504);
-    expect(await admin.hget(recordKey(requestId), 'state')).toBe('pending');
+    expect(await readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state)).toBe('pending');
 
-    await expect.poll(() => admin.hget(recordKey(requestId), 'state'), { timeout: 5_000, interval: 50 }).toBe('released');
+    await expect.poll(() => readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state), { timeout: 5_000, interval: 50 }).toBe('released');
     const started = performance.now();
     const retry = await createCard(fixture.gw, token, body);
     expect(retry.statusCode, retry.body).toBe(201);

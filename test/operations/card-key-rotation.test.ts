@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { rawTestConfig, testCertificatePem, writeTestConfig, type RawConfig, type WrittenConfig } from '../support/gateway-fixture.js';
-import { deleteKeysWithPrefix, requireRedisUrl, uniquePrefix } from '../support/redis.js';
+import { deleteKeysWithPrefix, readIdempotency, requireRedisUrl, uniquePrefix } from '../support/redis.js';
 import { builtEntryPoints, cardBody, killAll, loginOver, postCard, startGateway, type GatewayProcess } from './support.js';
 
 /**
@@ -40,8 +40,8 @@ describe('card-record key rotation (D37) across restarts', () => {
 
   /** The sealed PAN and CVC of a record, as stored in Redis. */
   async function sealedSecrets(requestId: string): Promise<string> {
-    const record = await redis.hget(`${prefix}idem:{acct-eu:${requestId}}`, 'record');
-    expect(record, `the idempotency record of ${requestId}`).not.toBeNull();
+    const record = (await readIdempotency(redis, `${prefix}idem:{acct-eu:${requestId}}`)).fields['record'];
+    expect(record, `the idempotency record of ${requestId}`).toBeDefined();
     return (JSON.parse(record ?? '{}') as { sealedSecrets: string }).sealedSecrets;
   }
 

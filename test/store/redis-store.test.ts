@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError, type StoredCard, type TokenRef } from '../../src/store/store-types.js';
-import { createTestRedisStore, keysWithPrefix, requireRedisUrl, unusedPort, uniquePrefix, type TestRedisStore } from '../support/redis.js';
+import { createTestRedisStore, keysWithPrefix, readIdempotency, requireRedisUrl, unusedPort, uniquePrefix, type TestRedisStore } from '../support/redis.js';
 import { sampleRecord, storeContract } from './store-contract.js';
 
 const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
@@ -54,7 +54,7 @@ function expectAllExpiring(ttls: Map<string, number>, maxMs: number): void {
 }
 
 describe('RedisStore: what it writes (D18)', () => {
-  it('keeps only state, expiry and the sealed record in an idempotency hash, never a plaintext PAN or CVC', async () => {
+  it('keeps only state, expiry and the sealed record in an idempotency record, never a plaintext PAN or CVC', async () => {
     const { store, client, prefix } = await open('secrets');
     const pan = '4242424242424242';
     const cvc = '987';
@@ -65,25 +65,56 @@ describe('RedisStore: what it writes (D18)', () => {
 
     const keys = await keysWithPrefix(client, prefix);
     expect(keys).toHaveLength(1);
-    const hash = await client.hgetall(keys[0] ?? '');
-    expect(Object.keys(hash).sort()).toEqual(['exp', 'record', 'state']);
-    expect(hash['state']).toBe('completed');
-    expect(hash['exp']).toBe(String(T0 + DAY));
-    expect(JSON.parse(hash['record'] ?? 'null')).toStrictEqual(record);
-    for (const value of Object.values(hash)) {
-      expect(value).not.toContain(pan);
-      expect(value).not.toMatch(/"(pan|cvc)"/);
-      expect(value).not.toContain(`"${cvc}"`);
-    }
+    const stored = await readIdempotency(client, keys[0] ?? '');
+    expect(stored.state).toBe('completed');
+    expect(Object.keys(stored.fields).sort()).toEqual(['exp', 'record']);
+    expect(stored.fields['exp']).toBe(String(T0 + DAY));
+    expect(JSON.parse(stored.fields['record'] ?? 'null')).toStrictEqual(record);
+    const raw = (await client.get(keys[0] ?? '')) ?? '';
+    expect(raw).not.toContain(pan);
+    expect(raw).not.toMatch(/"(pan|cvc)"/);
+    expect(raw).not.toContain(`"${cvc}"`);
   });
 
   it('keeps no owner or lease left over from the claim once completed', async () => {
     const { store, client, prefix } = await open('leftover');
     await store.idempotency.reserve('acct-1:req-2', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     const [key] = await keysWithPrefix(client, prefix);
-    expect(Object.keys(await client.hgetall(key ?? '')).sort()).toEqual(['leaseExp', 'ocred', 'ofp', 'oreq', 'owner', 'prev', 'state']);
+    expect(Object.keys((await readIdempotency(client, key ?? '')).fields).sort()).toEqual(['leaseExp', 'ocred', 'ofp', 'oreq', 'owner', 'prev']);
     await store.idempotency.complete('acct-1:req-2', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 + 1 });
-    expect(Object.keys(await client.hgetall(key ?? '')).sort()).toEqual(['exp', 'record', 'state']);
+    expect(Object.keys((await readIdempotency(client, key ?? '')).fields).sort()).toEqual(['exp', 'record']);
+  });
+
+  it('reads, takes over, completes and releases the hash an earlier version kept under the same key (a rolling upgrade)', async () => {
+    const { store, client, prefix } = await open('legacy');
+    const key = (name: string) => `${prefix}idem:{${name}}`;
+    const record = sampleRecord();
+    // completed: a replay, to peek and to a claim
+    await client.hset(key('acct-1:done'), 'state', 'completed', 'exp', String(T0 + DAY), 'record', JSON.stringify(record));
+    expect(await store.idempotency.peek('acct-1:done', T0)).toEqual({ state: 'completed', record });
+    expect(await store.idempotency.reserve('acct-1:done', { owner: 'gw-2', now: T0, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
+      state: 'completed',
+      record,
+    });
+    // pending of an old replica: its owner completes it; a stranger's completion is ignored
+    const claim = ['state', 'pending', 'owner', 'gw-old', 'leaseExp', String(T0 + 10_000), 'ofp', 'fp-old', 'oreq', '100', 'ocred', 'cred-old', 'prev', '0'];
+    await client.hset(key('acct-1:open'), ...claim);
+    expect(await store.idempotency.reserve('acct-1:open', { owner: 'gw-2', now: T0, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
+      state: 'pending',
+      leaseExpiresAt: T0 + 10_000,
+    });
+    await store.idempotency.complete('acct-1:open', { owner: 'gw-2', record, expiresAt: T0 + DAY, now: T0 + 1 });
+    expect((await store.idempotency.peek('acct-1:open', T0 + 2)).state).toBe('pending');
+    await store.idempotency.complete('acct-1:open', { owner: 'gw-old', record, expiresAt: T0 + DAY, now: T0 + 3 });
+    expect(await store.idempotency.peek('acct-1:open', T0 + 4)).toEqual({ state: 'completed', record });
+    // released by its owner, then taken over carrying the first attempt forward (D31)
+    await client.hset(key('acct-1:freed'), ...claim);
+    await store.idempotency.release('acct-1:freed', { owner: 'gw-old', now: T0, keepUntil: T0 + DAY });
+    const first = { fingerprint: 'fp-old', requestedCardLimit: 100, credentialId: 'cred-old' };
+    expect(await store.idempotency.reserve('acct-1:freed', { owner: 'gw-2', now: T0 + 1, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
+      state: 'reserved',
+      previous: first,
+    });
   });
 });
 

@@ -41,6 +41,25 @@ export async function deleteKeysWithPrefix(client: Redis, prefix: string): Promi
   return deleted;
 }
 
+/** An idempotency record as Redis keeps it, field by field (src/store/redis/idempotency-values.ts). */
+export interface StoredIdempotency {
+  state: 'completed' | 'pending' | 'released' | undefined;
+  /** Every field of the record: `exp` and `record` (completed), `owner`, `leaseExp`, ... (a claim). */
+  fields: Record<string, string>;
+}
+
+/** Reads the idempotency record under `key` (the string `c|exp|record`, `p|{...}` or `r|{...}`). */
+export async function readIdempotency(client: Redis, key: string): Promise<StoredIdempotency> {
+  const value = await client.get(key);
+  if (value === null) return { state: undefined, fields: {} };
+  if (value.startsWith('c|')) {
+    const at = value.indexOf('|', 2);
+    return { state: 'completed', fields: { exp: value.slice(2, at), record: value.slice(at + 1) } };
+  }
+  const fields = JSON.parse(value.slice(2)) as Record<string, string>;
+  return { state: value.startsWith('p|') ? 'pending' : 'released', fields };
+}
+
 export interface TestRedisStore {
   store: RedisStore;
   client: Redis;

@@ -14,6 +14,7 @@ const SCHEMA = ConfigFileSchema.properties;
 export const loadListeners = async (raw: unknown): Promise<ResolvedConfig['listeners'] | undefined> => accept(SCHEMA.listeners, raw);
 export const loadEdge = async (raw: unknown): Promise<ResolvedConfig['edge'] | undefined> => accept(SCHEMA.edge, raw);
 export const loadRateLimits = async (raw: unknown): Promise<ResolvedConfig['rateLimits'] | undefined> => accept(SCHEMA.rateLimits, raw);
+export const loadLimits = async (raw: unknown): Promise<ResolvedConfig['limits'] | undefined> => accept(SCHEMA.limits, raw);
 export const loadShutdown = async (raw: unknown): Promise<ResolvedConfig['shutdown'] | undefined> => accept(SCHEMA.shutdown, raw);
 export const loadLogging = async (raw: unknown): Promise<ResolvedConfig['logging'] | undefined> => accept(SCHEMA.logging, raw);
 

@@ -1,5 +1,6 @@
 import { withDeadline } from '../../foundation/deadline.js';
-import type { IdempotencyStore, Reservation, StoredCard } from '../store-types.js';
+import type { ClaimAttempt, IdempotencyStore, Reservation } from '../store-types.js';
+import { completedValue, isWrongType, legacyReservation, ownerOf, parseReservation, pendingValue, reservationOf } from './idempotency-values.js';
 import { ttlFor, type RecordContext } from './record-context.js';
 import { REPAIR_HORIZON_MS, type RepairQueue } from './repair-queue.js';
 import type { ReplicaAcks } from './replica-acks.js';
@@ -7,8 +8,8 @@ import { notStale, type ScriptedPipeline } from './scripts.js';
 import { storeLate } from './server-state.js';
 
 /**
- * Card-creation idempotency (D16, D17, D31): one hash `idem:{account:requestId}` holding a claim
- * (pending, released) or the completed record. A write whose reply never came goes to `repairs`;
+ * Card-creation idempotency (D16, D17, D31): one string `idem:{account:requestId}` holding a claim
+ * (pending, released) or the completed record (idempotency-values.ts). A write whose reply never came goes to `repairs`;
  * a completion waits for `acks.wanted` replicas when asked to (D35).
  */
 export function redisIdempotency(context: RecordContext, repairs: RepairQueue, acks: ReplicaAcks): IdempotencyStore {
@@ -50,29 +51,59 @@ export function redisIdempotency(context: RecordContext, repairs: RepairQueue, a
     acks.note(waited && !waited[0] ? Number(waited[1]) : 0);
   }
 
+  /**
+   * The claim in one round trip of two plain commands: `SET NX GET` takes a free key (its
+   * answer nil) or tells what holds it, and `PEXPIRE GT` gives a new claim its lifetime. The
+   * SET's own expiry is the claim's deadline (PXAT, by Redis's clock): a claim that reaches
+   * Redis past it (a paused server resuming, a re-sent command) leaves nothing behind, which
+   * is what the other scripts' STALE_GUARD does at the cost of a TIME. A claim the PEXPIRE did
+   * not find (nil answer, 0) expired at once: Redis's clock is past the deadline, and the
+   * claim counts as failed. Only a key that holds something the claim may take over (a
+   * released attempt, a lapsed claim, an expired record) or a hash of an earlier version goes
+   * on to the reserve script.
+   */
+  async function claim(name: string, owner: string, now: number, leaseMs: number, attempt: ClaimAttempt, deadline: number): Promise<Reservation> {
+    const k = key(name);
+    const set = redis.call('SET', k, pendingValue(owner, now + leaseMs, attempt), 'NX', 'PXAT', String(deadline), 'GET') as Promise<string | null>;
+    const extend = redis.pexpire(k, leaseMs + 60_000, 'GT');
+    const [seen, extended] = await withDeadline(
+      Promise.all([set.catch((error: unknown) => (isWrongType(error) ? LEGACY : Promise.reject(error))), extend]),
+      commandTimeoutMs,
+      storeLate,
+    );
+    if (seen === null) {
+      if (extended !== 1) throw new Error('claim reached the store after its deadline; nothing was claimed');
+      return { state: 'reserved', previous: undefined };
+    }
+    if (seen !== LEGACY && ownerOf(seen) !== owner) {
+      const found = reservationOf(seen, now);
+      if (found.state !== 'reserved') return found;
+    }
+    const answer = await withDeadline(
+      redis.reserveIdempotency(
+        k,
+        owner,
+        String(now),
+        String(now + leaseMs),
+        String(leaseMs + 60_000),
+        attempt.fingerprint,
+        String(attempt.requestedCardLimit),
+        attempt.credentialId,
+        String(deadline),
+      ),
+      commandTimeoutMs,
+      storeLate,
+    );
+    return parseReservation(notStale<string[]>(answer));
+  }
+
   return {
     reserve: async (name, { owner, now, leaseMs, attempt }) => {
       const deadline = context.deadline();
       try {
-        const answer = notStale<string[]>(
-          await withDeadline(
-            redis.reserveIdempotency(
-              key(name),
-              owner,
-              String(now),
-              String(now + leaseMs),
-              String(leaseMs + 60_000),
-              attempt.fingerprint,
-              String(attempt.requestedCardLimit),
-              attempt.credentialId,
-              String(deadline),
-            ),
-            commandTimeoutMs,
-            storeLate,
-          ),
-        );
+        const reservation = await claim(name, owner, now, leaseMs, attempt, deadline);
         context.succeeded(true);
-        return parseReservation(answer);
+        return reservation;
       } catch (error) {
         // The claim's outcome is unknown: it may have run with its reply lost (a master that
         // died, a connection that broke), or may still run (a paused Redis resuming, a command
@@ -90,15 +121,15 @@ export function redisIdempotency(context: RecordContext, repairs: RepairQueue, a
     },
     peek: (name, now) =>
       context.guarded(false, async () => {
-        const [state, leaseExp, exp, record, ofp, oreq, ocred] = await redis.hmget(key(name), 'state', 'leaseExp', 'exp', 'record', 'ofp', 'oreq', 'ocred');
-        if (state === 'completed' && Number(exp) > now && record) return { state: 'completed', record: JSON.parse(record) as StoredCard };
-        if (state === 'pending' && Number(leaseExp) > now) return { state: 'pending', leaseExpiresAt: Number(leaseExp) };
-        const previous =
-          state === 'released' && Number(exp) > now && ofp ? { fingerprint: ofp, requestedCardLimit: Number(oreq), credentialId: ocred ?? '' } : undefined;
-        return { state: 'reserved', previous };
+        try {
+          return reservationOf(await redis.get(key(name)), now);
+        } catch (error) {
+          if (!isWrongType(error)) throw error;
+          return legacyReservation(await redis.hmget(key(name), 'state', 'leaseExp', 'exp', 'record', 'ofp', 'oreq', 'ocred'), now);
+        }
       }),
     complete: async (name, { owner, record, expiresAt, now }) => {
-      const args = [owner, JSON.stringify(record), String(expiresAt), String(ttlFor(expiresAt, now))];
+      const args = [owner, completedValue(record, expiresAt), String(ttlFor(expiresAt, now)), String(now)];
       const completion = () => redis.completeIdempotency(key(name), ...args);
       // The card exists and its client gets it; the record may or may not be stored. Store
       // it once the store answers, so that a retry is a replay and not a 409 or a second
@@ -116,10 +147,5 @@ export function redisIdempotency(context: RecordContext, repairs: RepairQueue, a
   };
 }
 
-function parseReservation(answer: (string | null)[]): Reservation {
-  const [state, value, ofp, oreq, ocred] = answer;
-  if (state === 'completed' && value) return { state: 'completed', record: JSON.parse(value) as StoredCard };
-  if (state === 'pending') return { state: 'pending', leaseExpiresAt: Number(value) };
-  const previous = value === '1' && ofp ? { fingerprint: ofp, requestedCardLimit: Number(oreq), credentialId: ocred ?? '' } : undefined;
-  return { state: 'reserved', previous };
-}
+/** A claim's SET met a hash written by an earlier version: the reserve script reads it. */
+const LEGACY = Symbol('legacy');

@@ -27,6 +27,31 @@ const STALE_GUARD = `
 local clock = redis.call('TIME')
 if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > tonumber(ARGV[#ARGV]) then return 'stale' end`;
 
+/**
+ * Reads an idempotency record (idempotency-values.ts) into one table, whichever way it is kept:
+ * the string of this version or the hash of an earlier one (a rolling upgrade).
+ */
+const LOAD_IDEMPOTENCY = `
+local function loadIdempotency(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'string' then
+    local v = redis.call('GET', key)
+    local state = string.sub(v, 1, 1)
+    if state == 'c' then
+      local at = string.find(v, '|', 3, true)
+      return {state = 'completed', exp = string.sub(v, 3, at - 1), record = string.sub(v, at + 1)}
+    end
+    local r = cjson.decode(string.sub(v, 3))
+    r.state = (state == 'p') and 'pending' or 'released'
+    return r
+  end
+  if kind == 'hash' then
+    local h = redis.call('HMGET', key, 'state', 'owner', 'leaseExp', 'exp', 'record', 'ofp', 'oreq', 'ocred', 'prev')
+    return {state = h[1], owner = h[2], leaseExp = h[3], exp = h[4], record = h[5], ofp = h[6], oreq = h[7], ocred = h[8], prev = h[9]}
+  end
+  return {}
+end`;
+
 const SCRIPTS = {
   // KEYS: family, presented token, new token. ARGV: credentialId, now, graceMs, newExpiresAt, ttlMs, fingerprint, notBefore, deadline
   rotateRefresh: {
@@ -82,51 +107,69 @@ redis.call('HSET', KEYS[1], 'revoked', '1')
 if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then return 'rotated-out' end
 return 'revoked'`,
   },
+  // The claim's slow path (idempotency.ts claims a free key with a plain SET NX): a key that
+  // holds a released attempt, a lapsed claim, an expired record or our own claim re-sent.
   // KEYS: record. ARGV: owner, now, leaseExpiresAt, ttlMs, fingerprint, requestedCardLimit, credentialId, deadline
   reserveIdempotency: {
     numberOfKeys: 1,
     lua: `${STALE_GUARD}
-local r = redis.call('HMGET', KEYS[1], 'state', 'owner', 'leaseExp', 'exp', 'record', 'ofp', 'oreq', 'ocred', 'prev')
+${LOAD_IDEMPOTENCY}
+local r = loadIdempotency(KEYS[1])
 local now = tonumber(ARGV[2])
-if r[1] == 'completed' and tonumber(r[4]) > now then return {'completed', r[5]} end
-if r[1] == 'pending' and tonumber(r[3]) > now then
-  -- our own claim seen again (a re-sent script): still ours
-  if r[2] == ARGV[1] then return {'reserved', r[9], r[6], r[7], r[8]} end
-  return {'pending', r[3]}
+if r.state == 'completed' and tonumber(r.exp) > now then return {'completed', r.record} end
+if r.state == 'pending' and tonumber(r.leaseExp) > now then
+  -- our own claim seen again (a re-sent claim): still ours
+  if r.owner == ARGV[1] then return {'reserved', r.prev, r.ofp, r.oreq, r.ocred} end
+  return {'pending', r.leaseExp}
 end
 -- nothing live. A released attempt, or a lease whose gateway died, may have made the card at
 -- the connector: the new claim carries that first attempt forward (D31).
 local prev, ofp, oreq, ocred = '0', ARGV[5], ARGV[6], ARGV[7]
-if r[6] and ((r[1] == 'released' and tonumber(r[4]) > now) or r[1] == 'pending') then
-  prev, ofp, oreq, ocred = '1', r[6], r[7], r[8]
+if r.ofp and ((r.state == 'released' and tonumber(r.exp) > now) or r.state == 'pending') then
+  prev, ofp, oreq, ocred = '1', r.ofp, r.oreq, r.ocred
 end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'state', 'pending', 'owner', ARGV[1], 'leaseExp', ARGV[3], 'ofp', ofp, 'oreq', oreq, 'ocred', ocred, 'prev', prev)
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('SET', KEYS[1], 'p|' .. cjson.encode({owner = ARGV[1], leaseExp = ARGV[3], ofp = ofp, oreq = oreq, ocred = ocred, prev = prev}), 'PX', ARGV[4])
 return {'reserved', prev, ofp, oreq, ocred}`,
   },
-  // KEYS: record. ARGV: owner, record JSON, expiresAt, ttlMs
+  // One SET on the way (with GET): the record replaces our own claim, a released attempt or
+  // nothing; a completed record or another owner's claim is put back as it was.
+  // KEYS: record. ARGV: owner, value (idempotency-values.ts), ttlMs, now
   completeIdempotency: {
     numberOfKeys: 1,
     lua: `
-local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if r[1] == 'completed' then return 0 end
-if r[1] == 'pending' and r[2] ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'state', 'completed', 'exp', ARGV[3], 'record', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 1`,
+local old = redis.pcall('SET', KEYS[1], ARGV[2], 'PX', ARGV[3], 'GET')
+if not old then return 1 end
+if type(old) == 'table' then
+  -- WRONGTYPE: the hash of an earlier version, checked the way that version did
+  local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
+  if r[1] == 'completed' or (r[1] == 'pending' and r[2] ~= ARGV[1]) then return 0 end
+  redis.call('DEL', KEYS[1])
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+local kind = string.sub(old, 1, 1)
+local ends
+if kind == 'c' then
+  ends = tonumber(string.sub(old, 3, string.find(old, '|', 3, true) - 1))
+elseif kind == 'p' then
+  local claim = cjson.decode(string.sub(old, 3))
+  if claim.owner == ARGV[1] then return 1 end
+  ends = tonumber(claim.leaseExp)
+else
+  return 1
+end
+redis.call('SET', KEYS[1], old, 'PX', math.max(1000, ends - tonumber(ARGV[4]) + 60000))
+return 0`,
   },
   // KEYS: record. ARGV: owner, keepUntil, ttlMs
   releaseIdempotency: {
     numberOfKeys: 1,
     lua: `
-local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if r[1] == 'pending' and r[2] == ARGV[1] then
+${LOAD_IDEMPOTENCY}
+local r = loadIdempotency(KEYS[1])
+if r.state == 'pending' and r.owner == ARGV[1] then
   -- the key is free; its first attempt is remembered for a retry (D31)
-  redis.call('HSET', KEYS[1], 'state', 'released', 'exp', ARGV[2])
-  redis.call('HDEL', KEYS[1], 'owner', 'leaseExp')
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('SET', KEYS[1], 'r|' .. cjson.encode({exp = ARGV[2], ofp = r.ofp, oreq = r.oreq, ocred = r.ocred}), 'PX', ARGV[3])
   return 1
 end
 return 0`,

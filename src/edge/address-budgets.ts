@@ -1,0 +1,122 @@
+import ipaddr from 'ipaddr.js';
+import type { Clock } from '../foundation/clock.js';
+
+/** D53: what one client address may take of one replica, per second and at once. */
+export interface PerAddressLimits {
+  readonly requestsPerSecond: number;
+  readonly inFlight: number;
+  readonly connectionsPerSecond: number;
+}
+
+/** Why a request or a connection was refused: the metrics' `reason`, never the address. */
+export type BudgetRefusal = 'requests_per_second' | 'in_flight' | 'connections_per_second';
+
+interface Usage {
+  /** Start (injected clock, ms) of the one-second window the counts below belong to. */
+  window: number;
+  requests: number;
+  connections: number;
+  inFlight: number;
+}
+
+/** Addresses tracked at most; past it the idle ones are dropped at once, then new ones share one entry. */
+const MAX_TRACKED = 100_000;
+const WINDOW_MS = 1000;
+/** Shared by every new address while the table is full of busy ones: they are budgeted together. */
+const OVERFLOW = '(overflow)';
+
+/**
+ * IPv6 clients are budgeted per /64 (the smallest block a site is given, so an attacker holds
+ * a whole /64); IPv4 per address. The address is already canonical (client-origin.ts).
+ */
+export function budgetKey(address: string): string {
+  if (!address.includes(':')) return address;
+  try {
+    const parts = ipaddr.IPv6.parse(address).parts;
+    return `${parts
+      .slice(0, 4)
+      .map((part) => part.toString(16))
+      .join(':')}::/64`;
+  } catch {
+    return address;
+  }
+}
+
+/**
+ * Per-address request and connection budgets, local to this replica (D53): no store round trip,
+ * so a refusal costs a map lookup. Windows are fixed seconds of the injected clock, so a burst
+ * across a window edge can reach twice the rate for an instant (the same as the login limits).
+ * An address's entry lives while it has requests in flight or counts in the current window.
+ */
+export class AddressBudgets {
+  readonly #usage = new Map<string, Usage>();
+  #sweptAt = 0;
+
+  constructor(
+    private readonly limits: () => PerAddressLimits,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Counts a new connection from `address`; false: over `connectionsPerSecond`, close it. */
+  admitConnection(address: string): boolean {
+    const usage = this.#use(address);
+    if (usage.connections >= this.limits().connectionsPerSecond) return false;
+    usage.connections += 1;
+    return true;
+  }
+
+  /**
+   * Counts a request from `address`: undefined when admitted (then `finished` must be called
+   * once it is answered), else the budget it is over. A refused request counts too: a client
+   * that keeps sending past its budget stays refused.
+   */
+  admitRequest(address: string): BudgetRefusal | undefined {
+    const usage = this.#use(address);
+    const limits = this.limits();
+    usage.requests += 1;
+    if (usage.requests > limits.requestsPerSecond) return 'requests_per_second';
+    if (usage.inFlight >= limits.inFlight) return 'in_flight';
+    usage.inFlight += 1;
+    return undefined;
+  }
+
+  /** An admitted request of `address` was answered (or its connection closed). */
+  finished(address: string): void {
+    const usage = this.#usage.get(budgetKey(address));
+    if (usage && usage.inFlight > 0) usage.inFlight -= 1;
+  }
+
+  /** Addresses tracked now (tests, and a bound on memory). */
+  get tracked(): number {
+    return this.#usage.size;
+  }
+
+  #use(address: string): Usage {
+    const now = this.clock.now();
+    if (now - this.#sweptAt >= WINDOW_MS) this.#sweep(now);
+    let key = budgetKey(address);
+    let usage = this.#usage.get(key);
+    if (!usage) {
+      if (this.#usage.size >= MAX_TRACKED) {
+        this.#sweep(now);
+        if (this.#usage.size >= MAX_TRACKED) key = OVERFLOW;
+      }
+      usage = this.#usage.get(key);
+      if (!usage) this.#usage.set(key, (usage = { window: now, requests: 0, connections: 0, inFlight: 0 }));
+    }
+    if (now - usage.window >= WINDOW_MS || now < usage.window) {
+      usage.window = now;
+      usage.requests = 0;
+      usage.connections = 0;
+    }
+    return usage;
+  }
+
+  /** Drops the entries with nothing in flight whose window has ended: at most once a second. */
+  #sweep(now: number): void {
+    this.#sweptAt = now;
+    for (const [key, usage] of this.#usage) {
+      if (usage.inFlight === 0 && now - usage.window >= WINDOW_MS) this.#usage.delete(key);
+    }
+  }
+}

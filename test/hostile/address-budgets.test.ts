@@ -1,0 +1,176 @@
+import { Agent } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/foundation/clock.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { REFUSALS_BEFORE_CLOSE } from '../../src/edge/request-budget.js';
+import { CountingStore } from '../support/counting-store.js';
+import { testCertificatePem, testConfig } from '../support/gateway-fixture.js';
+import { call, CARDS_PATH, INSIDER, listenTestGateway, metricSum, openTls, SECOND_INSIDER, SocketPool, type ListeningGateway } from './support.js';
+
+/**
+ * D53: per-address budgets of one replica, on the real TLS listener with an injected clock
+ * (windows are seconds of that clock; nothing here is timed). Past a request budget the answer
+ * is 429 before any routing work: the route never runs (its invocations are counted), the store
+ * is never called (counted at its port), a bogus token is never looked at (429, not 401).
+ * Past the connection budget the socket is closed before the TLS handshake: the client's
+ * `secureConnect` never fires.
+ */
+
+const LIMITS = { requestsPerSecond: 5, inFlight: 2, connectionsPerSecond: 3 };
+const COUNT_PATH = '/test/budget/count';
+const HOLD_PATH = '/test/budget/hold';
+
+let listening: ListeningGateway;
+let clock: ManualClock;
+let store: CountingStore;
+let ca: string;
+const pool = new SocketPool();
+const agents: Agent[] = [];
+let invocations = 0;
+const held: (() => void)[] = [];
+
+beforeAll(async () => {
+  ca = await testCertificatePem();
+  clock = new ManualClock(Date.UTC(2026, 0, 1));
+  store = new CountingStore(new MemoryStore(() => clock.now()));
+  listening = await listenTestGateway({
+    clock,
+    store,
+    overrides: { limits: { perAddress: LIMITS } },
+    extend: {
+      public: (scope) => {
+        scope.get(COUNT_PATH, { schema: { hide: true } }, async () => {
+          invocations += 1;
+          return { ok: true };
+        });
+        scope.get(HOLD_PATH, { schema: { hide: true } }, async () => {
+          invocations += 1;
+          await new Promise<void>((resolve) => held.push(resolve));
+          return { ok: true };
+        });
+      },
+    },
+  });
+});
+
+afterAll(async () => {
+  pool.destroyAll();
+  await listening?.close();
+});
+
+beforeEach(() => {
+  // A fresh second of the injected clock: every window starts empty.
+  clock.advance(10_000);
+  invocations = 0;
+  store.reset();
+});
+
+afterEach(() => {
+  for (const release of held.splice(0)) release();
+  for (const agent of agents.splice(0)) agent.destroy();
+});
+
+/** A keep-alive client from `localAddress` over at most `sockets` connections. */
+function client(localAddress: string, sockets = 1): Agent {
+  const agent = new Agent({ keepAlive: true, maxSockets: sockets, ca, localAddress });
+  agents.push(agent);
+  return agent;
+}
+
+const refusals = async (reason: string): Promise<number> =>
+  metricSum(await listening.gw.gateway.metrics.registry.metrics(), 'gateway_address_budget_refusals_total', { reason }) ?? 0;
+
+describe('per-address request budget (limits.perAddress.requestsPerSecond)', () => {
+  it('admits requestsPerSecond requests of one address in a second; the next is 429 before the route, the store or the token check runs', async () => {
+    const agent = client(INSIDER);
+    const before = await refusals('requests_per_second');
+    for (let i = 0; i < LIMITS.requestsPerSecond; i += 1) expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent })).status).toBe(200);
+    expect(invocations).toBe(LIMITS.requestsPerSecond);
+
+    const refused = await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent });
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toMatchObject({ status: 429, code: 'rate_limited', retryAfter: 1 });
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.headers['ratelimit-policy']).toBe(`"address";q=${LIMITS.requestsPerSecond};w=1`);
+    expect(refused.headers['ratelimit']).toBe('"address";r=0;t=1');
+    expect(invocations).toBe(LIMITS.requestsPerSecond);
+
+    // A card request with a forged token and a body: 429, not 401, and no store call.
+    const card = await call(`${listening.httpsUrl}${CARDS_PATH}`, { agent, headers: { authorization: 'Bearer not-a-token' }, body: '{"requestId":"x"}' });
+    expect(card.status).toBe(429);
+    expect(store.counted()).toEqual({});
+    expect((await refusals('requests_per_second')) - before).toBe(2);
+
+    // Another address has its own budget.
+    expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent: client(SECOND_INSIDER) })).status).toBe(200);
+
+    // Just inside the next second the window is still full; at the second it is empty again.
+    clock.advance(999);
+    expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent })).status).toBe(429);
+    clock.advance(1);
+    expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent })).status).toBe(200);
+    expect(invocations).toBe(LIMITS.requestsPerSecond + 2);
+  });
+
+  it(`closes the connection with the refusal after ${REFUSALS_BEFORE_CLOSE} refusals on it, not before`, async () => {
+    const agent = client(INSIDER);
+    for (let i = 0; i < LIMITS.requestsPerSecond; i += 1) await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent });
+    const answers = [];
+    for (let i = 0; i < REFUSALS_BEFORE_CLOSE; i += 1) answers.push(await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent }));
+    expect(answers.map((answer) => answer.status)).toEqual(Array(REFUSALS_BEFORE_CLOSE).fill(429));
+    expect(answers.slice(0, -1).map((answer) => answer.headers['connection'])).toEqual(Array(REFUSALS_BEFORE_CLOSE - 1).fill('keep-alive'));
+    expect(answers.at(-1)?.headers['connection']).toBe('close');
+  });
+
+  it('budgets the client a trusted proxy reports, not the proxy', async () => {
+    await listening.gw.gateway.reload(await testConfig({ trustedProxies: [`${INSIDER}/32`], limits: { perAddress: LIMITS } }));
+    try {
+      const agent = client(INSIDER);
+      const from = (address: string) => ({ agent, headers: { 'x-forwarded-for': address, 'x-forwarded-proto': 'https' } });
+      for (let i = 0; i < LIMITS.requestsPerSecond; i += 1) expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, from('10.0.0.1'))).status).toBe(200);
+      expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, from('10.0.0.1'))).status).toBe(429);
+      expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, from('10.0.0.2'))).status).toBe(200);
+    } finally {
+      await listening.gw.gateway.reload(await testConfig({ trustedProxies: [], limits: { perAddress: LIMITS } }));
+    }
+  });
+});
+
+describe('per-address in-flight budget (limits.perAddress.inFlight)', () => {
+  it('serves inFlight requests of one address at once; one more is 429 before its route runs, and is admitted once one is answered', async () => {
+    const agent = client(INSIDER, LIMITS.inFlight + 1);
+    const before = await refusals('in_flight');
+    const holding = Array.from({ length: LIMITS.inFlight }, () => call(`${listening.httpsUrl}${HOLD_PATH}`, { agent }));
+    await expect.poll(() => held.length, { timeout: 5_000 }).toBe(LIMITS.inFlight);
+
+    const refused = await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent });
+    expect(refused.status).toBe(429);
+    expect(invocations).toBe(LIMITS.inFlight);
+    expect((await refusals('in_flight')) - before).toBe(1);
+
+    held.shift()?.();
+    await holding[0];
+    expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent })).status).toBe(200);
+    expect(invocations).toBe(LIMITS.inFlight + 1);
+    for (const release of held.splice(0)) release();
+    expect((await Promise.all(holding)).map((answer) => answer.status)).toEqual(Array(LIMITS.inFlight).fill(200));
+  });
+});
+
+describe('per-address connection budget (limits.perAddress.connectionsPerSecond)', () => {
+  /** Whether a TLS connection from `address` completes its handshake. */
+  const handshake = (address: string): Promise<TLSSocket | undefined> => openTls(pool, listening.httpsPort, address, ca).catch(() => undefined);
+
+  it('closes the connection past the budget before the TLS handshake; the next second admits again', async () => {
+    const before = await refusals('connections_per_second');
+    for (let i = 0; i < LIMITS.connectionsPerSecond; i += 1) expect(await handshake(SECOND_INSIDER), `connection ${i + 1}`).toBeDefined();
+    // secureConnect never fires: openTls resolves only on it.
+    expect(await handshake(SECOND_INSIDER)).toBeUndefined();
+    expect((await refusals('connections_per_second')) - before).toBe(1);
+    // another address is not affected
+    expect(await handshake(INSIDER)).toBeDefined();
+    clock.advance(1000);
+    expect(await handshake(SECOND_INSIDER)).toBeDefined();
+  });
+});
