@@ -31,6 +31,9 @@ export interface AttemptLabel {
 const finalCode = (code: string): boolean =>
   Object.hasOwn(GATEWAY_RETRY_ADVICE, code) && GATEWAY_RETRY_ADVICE[code as keyof typeof GATEWAY_RETRY_ADVICE] === 'no';
 
+/** Whether the client repeats a request answered `status` with the envelope's `code`. */
+export const retryableAnswer = (status: number, code: string): boolean => RETRYABLE_STATUSES.has(status) && !finalCode(code);
+
 /** The gateway's envelope as an ApiError; anything else answering an error status as `unexpected_response`. */
 export function apiError(answer: Answer, label: AttemptLabel, nowMs: number): ApiError {
   const envelope = answer.json;
@@ -39,7 +42,7 @@ export function apiError(answer: Answer, label: AttemptLabel, nowMs: number): Ap
   if (isRecord(envelope) && typeof envelope.code === 'string' && typeof envelope.message === 'string') {
     return new ApiError(envelope.message, {
       ...base,
-      retryable: retryable && !finalCode(envelope.code),
+      retryable: retryableAnswer(answer.status, envelope.code),
       code: envelope.code,
       correlationId: typeof envelope.correlationId === 'string' ? envelope.correlationId : answer.correlationId,
       retryAfter: retryAfterSeconds(answer.headers.get('retry-after'), envelope.retryAfter, nowMs),
