@@ -14,7 +14,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { createServer as createNetServer } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
@@ -99,11 +99,19 @@ async function startServer(cpu: number, args: string[], nodeFlags: string[] = []
   };
 }
 
-/** Runs a bench child (on the load generator's CPU) and resolves with the JSON of its last stdout line. */
+/**
+ * Runs a bench child on the load generator's CPU and resolves with the JSON of its last stdout
+ * line. The attacker runs there too, at the lowest priority (nice 19): it floods with whatever
+ * CPU the load generator and the upstream leave, and can never take the load generator's core
+ * (on the server's core it would slow the gateway by stealing its CPU, which no gateway defence
+ * can change, and a real attacker's CPU is not the gateway's).
+ */
 function runChild<T>(script: 'load.js' | 'attack.js', options: object, label: string): Promise<T> {
   const [command, args] = pinned(1, [join(distBench, script), JSON.stringify(options)]);
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    // taskset execs node in the same process: the pid is the attacker's.
+    if (script === 'attack.js' && child.pid !== undefined) setPriority(child.pid, 19);
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('exit', (code) => {
@@ -120,6 +128,12 @@ const runAttack = (options: AttackOptions) => runChild<{ statuses: Record<string
 
 /** Concurrent requests each flood of the "under attack" scenario keeps in flight. */
 const ATTACK_CONCURRENCY = Number(process.env['BENCH_ATTACK_CONCURRENCY'] ?? 16);
+/**
+ * Client addresses the card load takes turns to come from (X-Forwarded-For via the trusted
+ * 127.0.0.1): at the default 200 requests per second and address (D53) 256 of them carry up to
+ * 51 200/s, far above what one core serves, so no legitimate request is refused.
+ */
+const CLIENT_ADDRESSES = Number(process.env['BENCH_CLIENT_ADDRESSES'] ?? 256);
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -136,22 +150,38 @@ interface Measured {
   cpuUsPerRequest: number;
   /** Store commands (INFO commandstats, commands inside scripts included) per request; Redis scenarios only. */
   storeCommandsPerRequest: number | undefined;
+  /**
+   * Store round trips per request: the reads of commands Redis made from its clients' sockets
+   * (INFO stats `total_reads_processed`), one per batch the gateway sent. Under load the
+   * client's auto-pipelining merges several requests' commands into one batch, so this falls
+   * below a card's sequential round trips; the one-connection pass shows those.
+   */
+  storeRoundTripsPerRequest: number | undefined;
   non2xx: number;
   errors: number;
 }
 
 type Load = Omit<LoadOptions, 'connections' | 'durationSeconds' | 'overallRate'>;
-type RunResult = LoadResult & { cpuUs: number; storeCommands: number | undefined };
+type RunResult = LoadResult & { cpuUs: number; storeCommands: number | undefined; storeRoundTrips: number | undefined };
 
-/** Calls of every command since the last reset, from INFO commandstats. */
-async function storeCommandCount(redis: Redis): Promise<number> {
-  const info = await redis.info('commandstats');
-  let total = 0;
+interface StoreCounts {
+  commands: number;
+  roundTrips: number;
+}
+
+/**
+ * Calls of every command, and reads of commands from client sockets (round trips), from one
+ * `INFO commandstats stats` (one read of the bench's own, not counted).
+ */
+async function storeCounts(redis: Redis): Promise<StoreCounts> {
+  const info = String(await redis.call('INFO', 'commandstats', 'stats'));
+  let commands = 0;
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
     if (match[1] === 'info' || match[1]?.startsWith('config')) continue;
-    total += Number(match[2]);
+    commands += Number(match[2]);
   }
-  return total;
+  const reads = Number(/^total_reads_processed:(\d+)/m.exec(info)?.[1] ?? 0);
+  return { commands, roundTrips: reads - 1 };
 }
 
 async function runOnce(
@@ -160,7 +190,7 @@ async function runOnce(
   shape: { connections: number; rate?: number; seconds: number },
   context: { attack?: { ca: string }; redis?: Redis | NodeGroup },
 ): Promise<RunResult> {
-  const count = (redis: Redis | NodeGroup) => (redis instanceof NodeGroup ? redis.count() : storeCommandCount(redis));
+  const count = (redis: Redis | NodeGroup) => (redis instanceof NodeGroup ? redis.count() : storeCounts(redis));
   const before = await server.cpuMicros();
   const storeBefore = context.redis ? await count(context.redis) : undefined;
   // The attacker starts with the legitimate load and outlasts it slightly, so the whole run is under attack.
@@ -169,16 +199,37 @@ async function runOnce(
     : undefined;
   const result = await runLoad({ ...load, connections: shape.connections, durationSeconds: shape.seconds, ...(shape.rate && { overallRate: shape.rate }) });
   const cpuUs = ((await server.cpuMicros()) - before) / Math.max(1, result.requests);
-  const storeCommands = context.redis && storeBefore !== undefined ? ((await count(context.redis)) - storeBefore) / Math.max(1, result.requests) : undefined;
+  const storeAfter = context.redis && (await count(context.redis));
+  const perRequest = (key: keyof StoreCounts) => (storeAfter && storeBefore ? (storeAfter[key] - storeBefore[key]) / Math.max(1, result.requests) : undefined);
   if (attacked) attackCounts.push((await attacked).statuses);
-  return { ...result, cpuUs, storeCommands };
+  return { ...result, cpuUs, storeCommands: perRequest('commands'), storeRoundTrips: perRequest('roundTrips') };
+}
+
+/**
+ * The attacker alone against `server` (no legitimate load) for `seconds`: the server's CPU per
+ * refused attack request. Every attempt counts, answered (429, 401, 405, ...) or closed at
+ * accept by the connection budget (the attacker's `error`).
+ */
+async function attackAlone(
+  server: Server,
+  ca: string,
+  seconds: number,
+): Promise<{ cpuUsPerRefusal: number; attempts: number; statuses: Record<string, number> }> {
+  const before = await server.cpuMicros();
+  const { statuses } = await runAttack({ url: server.url, ca, durationSeconds: seconds, concurrency: ATTACK_CONCURRENCY });
+  const cpu = (await server.cpuMicros()) - before;
+  const attempts = Object.values(statuses).reduce((sum, n) => sum + n, 0);
+  return { cpuUsPerRefusal: cpu / Math.max(1, attempts), attempts, statuses };
 }
 
 /** What the attacker got back, run by run (429/401/405/503 expected; never a 2xx for the flood). */
 const attackCounts: Record<string, number>[] = [];
+/** The attacker alone, once per run of the attack scenario: the server's CPU per refused request. */
+const attackAloneRuns: Awaited<ReturnType<typeof attackAlone>>[] = [];
 
 function summarise(results: RunResult[]): Measured {
   const store = results.map((r) => r.storeCommands).filter((value): value is number => value !== undefined);
+  const trips = results.map((r) => r.storeRoundTrips).filter((value): value is number => value !== undefined);
   return {
     rps: Math.round(median(results.map((r) => r.rps))),
     p50Us: Math.round(median(results.map((r) => r.p50Us))),
@@ -186,6 +237,7 @@ function summarise(results: RunResult[]): Measured {
     p999Us: Math.round(median(results.map((r) => r.p999Us))),
     cpuUsPerRequest: Math.round(median(results.map((r) => r.cpuUs))),
     storeCommandsPerRequest: store.length > 0 ? Math.round(median(store) * 100) / 100 : undefined,
+    storeRoundTripsPerRequest: trips.length > 0 ? Math.round(median(trips) * 100) / 100 : undefined,
     non2xx: results.reduce((sum, r) => sum + r.non2xx, 0),
     errors: results.reduce((sum, r) => sum + r.errors, 0),
   };
@@ -262,12 +314,13 @@ async function prepare(dir: string, connectorUrl: string, redisUrl: string, clus
       cards: { encryptionKey: { kid: 'bench-1', key: { file: 'card.key' } }, ...(kind === 'hostile' && { bodyLimitBytes: HOSTILE_SIZES.at(-1) }) },
       audit: { file: `audit-${kind}.jsonl` },
       logging: { level: 'info' },
-      // The card load comes from 127.0.0.1 alone yet stands for many clients: the per-address
-      // budgets (D53) would hold it to 200/s. Until the load spreads its X-Forwarded-For
-      // addresses as the auth mix does, they are raised here, for the attacker too.
-      limits: { perAddress: { requestsPerSecond: 1_000_000, inFlight: 100_000, connectionsPerSecond: 100_000 } },
-      // The hostile-body scenario sends every body from one address: its limit must not answer for the reader.
-      ...(kind === 'hostile' && { rateLimits: { loginPerAddress: { points: 1_000_000, windowSeconds: 60 } } }),
+      // The per-address budgets (D53) stay at their defaults: the card load spreads its requests
+      // over CLIENT_ADDRESSES forwarded addresses, and the attacker is held to its share. The
+      // hostile-body scenario sends every body from one address: its limits must not answer for the reader.
+      ...(kind === 'hostile' && {
+        rateLimits: { loginPerAddress: { points: 1_000_000, windowSeconds: 60 } },
+        limits: { perAddress: { requestsPerSecond: 1_000_000, inFlight: 100_000, connectionsPerSecond: 100_000 } },
+      }),
     };
     writeFileSync(join(dir, `gateway-${kind}.yaml`), stringify(config));
   }
@@ -287,9 +340,13 @@ function freePort(): Promise<number> {
 /** Store commands across several nodes (a Cluster's masters): the sum of their INFO commandstats. */
 class NodeGroup {
   constructor(readonly clients: Redis[]) {}
-  async count(): Promise<number> {
-    let total = 0;
-    for (const client of this.clients) total += await storeCommandCount(client);
+  async count(): Promise<StoreCounts> {
+    const total = { commands: 0, roundTrips: 0 };
+    for (const client of this.clients) {
+      const counts = await storeCounts(client);
+      total.commands += counts.commands;
+      total.roundTrips += counts.roundTrips;
+    }
     return total;
   }
 }
@@ -387,6 +444,8 @@ interface ScenarioResult extends Measured {
   atModerateRate: Measured & { rate: number };
   /** One connection, one request at a time: latency without queueing. */
   oneConnection: Measured;
+  /** Attack scenario: the attacker alone, the server's CPU per refused attack request and their rate. */
+  attackAlone?: { serverCpuUsPerRefusedRequest: number; refusedPerSecond: number };
 }
 
 interface Scenario {
@@ -456,7 +515,13 @@ async function main(): Promise<void> {
         name: `C-gateway-create-${kind}`,
         description: `full gateway, card creation with a fresh requestId, ${kind === 'cluster' ? 'Redis Cluster (3 masters)' : kind} store`,
         server: gateways[kind],
-        load: { url: `${gateways[kind].url}/api/v1/issuing/cards`, scenario: 'gateway-create' as const, token: tokens[kind], ca: caText },
+        load: {
+          url: `${gateways[kind].url}/api/v1/issuing/cards`,
+          scenario: 'gateway-create' as const,
+          token: tokens[kind],
+          ca: caText,
+          clientAddresses: CLIENT_ADDRESSES,
+        },
         shape: standard,
         ...(kind === 'redis' && { redis: redis.client }),
         ...(kind === 'cluster' && { redis: cluster.group }),
@@ -465,7 +530,13 @@ async function main(): Promise<void> {
         name: 'F-gateway-create-redis-under-attack',
         description: `C on Redis while a second process floods logins (random usernames, 1000-character passwords, from 127.0.0.2) and token-shaped 8 KiB URLs (from 127.0.0.3), ${ATTACK_CONCURRENCY} in flight each`,
         server: gateways.redis,
-        load: { url: `${gateways.redis.url}/api/v1/issuing/cards`, scenario: 'gateway-create', token: tokens.redis, ca: caText },
+        load: {
+          url: `${gateways.redis.url}/api/v1/issuing/cards`,
+          scenario: 'gateway-create',
+          token: tokens.redis,
+          ca: caText,
+          clientAddresses: CLIENT_ADDRESSES,
+        },
         shape: standard,
         attack: true,
         redis: redis.client,
@@ -474,7 +545,13 @@ async function main(): Promise<void> {
         name: 'D-gateway-replay-redis',
         description: 'idempotent replays of one requestId, Redis store',
         server: gateways.redis,
-        load: { url: `${gateways.redis.url}/api/v1/issuing/cards`, scenario: 'gateway-replay', token: tokens.redis, ca: caText },
+        load: {
+          url: `${gateways.redis.url}/api/v1/issuing/cards`,
+          scenario: 'gateway-replay',
+          token: tokens.redis,
+          ca: caText,
+          clientAddresses: CLIENT_ADDRESSES,
+        },
         shape: standard,
         redis: redis.client,
       },
@@ -513,6 +590,7 @@ async function main(): Promise<void> {
           ),
         );
         measured.single.push(await runOnce(scenario.server, scenario.load, { connections: 1, seconds: SINGLE_SECONDS }, context));
+        if (scenario.attack) attackAloneRuns.push(await attackAlone(scenario.server, caText, SINGLE_SECONDS));
       }
     }
     const results: ScenarioResult[] = scenarios.map((scenario) => {
@@ -525,6 +603,12 @@ async function main(): Promise<void> {
         cpuRatioToBareProxy: 0,
         atModerateRate: { ...summarise(measured.atRate), rate: scenario.shape.rate },
         oneConnection: summarise(measured.single),
+        ...(scenario.attack && {
+          attackAlone: {
+            serverCpuUsPerRefusedRequest: Math.round(median(attackAloneRuns.map((r) => r.cpuUsPerRefusal))),
+            refusedPerSecond: Math.round(median(attackAloneRuns.map((r) => r.attempts)) / SINGLE_SECONDS),
+          },
+        }),
       };
     });
     if (only) {
@@ -551,10 +635,8 @@ async function main(): Promise<void> {
       throughputRatio: Math.round((attacked.rps / redisGateway.rps) * 1000) / 1000,
       p99Us: { withoutAttack: redisGateway.p99Us, underAttack: attacked.p99Us },
       p99UsAtModerateRate: { withoutAttack: redisGateway.atModerateRate.p99Us, underAttack: attacked.atModerateRate.p99Us },
-      attackAnswers: attackCounts.reduce<Record<string, number>>((sum, counts) => {
-        for (const [status, n] of Object.entries(counts)) sum[status] = (sum[status] ?? 0) + n;
-        return sum;
-      }, {}),
+      attackAnswers: mergeCounts(attackCounts),
+      serverCpuUsPerRefusedAttackRequest: attacked.attackAlone?.serverCpuUsPerRefusedRequest,
     };
     const output = {
       date: new Date().toISOString(),
@@ -575,7 +657,7 @@ async function main(): Promise<void> {
     printTable(results);
     process.stdout.write(
       `\nTarget (gateway on Redis vs bare proxy): throughput ${target.throughputRatio}x, CPU ${target.cpuRatio}x (both >= 1), one-connection p50 ${target.oneConnectionP50Us} µs (<= 600): ${target.met ? 'met' : 'NOT met'}\n` +
-        `Under attack (F vs C on Redis): throughput ${underAttack.throughputRatio}x, p99 ${underAttack.p99Us.withoutAttack} -> ${underAttack.p99Us.underAttack} µs; attacker got ${JSON.stringify(underAttack.attackAnswers)}\nwrote bench/results.json\n`,
+        `Under attack (F vs C on Redis): throughput ${underAttack.throughputRatio}x, p99 ${underAttack.p99Us.withoutAttack} -> ${underAttack.p99Us.underAttack} µs, server CPU per refused attack request ${underAttack.serverCpuUsPerRefusedAttackRequest} µs; attacker got ${JSON.stringify(underAttack.attackAnswers)}\nwrote bench/results.json\n`,
     );
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
@@ -583,6 +665,12 @@ async function main(): Promise<void> {
     cluster.stop();
   }
 }
+
+const mergeCounts = (runs: Record<string, number>[]) =>
+  runs.reduce<Record<string, number>>((sum, counts) => {
+    for (const [status, n] of Object.entries(counts)) sum[status] = (sum[status] ?? 0) + n;
+    return sum;
+  }, {});
 
 function printTable(results: ScenarioResult[]): void {
   const rows = results.map((r) => [
@@ -596,6 +684,7 @@ function printTable(results: ScenarioResult[]): void {
     `${r.atModerateRate.rate}/s ${r.atModerateRate.p50Us}/${r.atModerateRate.p99Us}`,
     `${r.oneConnection.p50Us}/${r.oneConnection.p99Us}`,
     r.storeCommandsPerRequest === undefined ? '' : String(r.storeCommandsPerRequest),
+    r.storeRoundTripsPerRequest === undefined ? '' : `${r.storeRoundTripsPerRequest} (1 conn ${r.oneConnection.storeRoundTripsPerRequest})`,
     String(r.non2xx + r.errors + r.atModerateRate.non2xx + r.atModerateRate.errors),
   ]);
   const header = [
@@ -609,11 +698,18 @@ function printTable(results: ScenarioResult[]): void {
     'fixed rate p50/p99 µs',
     '1 conn p50/p99 µs',
     'store cmds/req',
+    'store round trips/req',
     'bad',
   ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
   process.stdout.write(`${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`);
+  for (const r of results) {
+    if (r.attackAlone)
+      process.stdout.write(
+        `${r.name}, attacker alone: ${r.attackAlone.refusedPerSecond} refused/s, server CPU ${r.attackAlone.serverCpuUsPerRefusedRequest} µs per refused request; attacker got ${JSON.stringify(mergeCounts(attackAloneRuns.map((run) => run.statuses)))}\n`,
+      );
+  }
 }
 
 /** 5 minutes of mixed traffic on the Redis gateway; heap and handles sampled every second. */
@@ -631,6 +727,7 @@ async function soak(started: (cpu: number, args: string[]) => Promise<Server>, d
       scenario: 'gateway-create',
       token,
       ca: caText,
+      clientAddresses: CLIENT_ADDRESSES,
       connections: 8,
       durationSeconds: seconds,
       overallRate: 300,
@@ -640,6 +737,7 @@ async function soak(started: (cpu: number, args: string[]) => Promise<Server>, d
       scenario: 'gateway-replay',
       token,
       ca: caText,
+      clientAddresses: CLIENT_ADDRESSES,
       connections: 4,
       durationSeconds: seconds,
       overallRate: 100,
