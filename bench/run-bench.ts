@@ -174,7 +174,8 @@ interface StoreCounts {
  * `INFO commandstats stats` (one read of the bench's own, not counted).
  */
 async function storeCounts(redis: Redis): Promise<StoreCounts> {
-  const info = String(await redis.call('INFO', 'commandstats', 'stats'));
+  // Several sections in one INFO need Redis 7; before it, two calls (the second one's read is then counted too).
+  const info = String(await redis.call('INFO', 'commandstats', 'stats').catch(async () => `${await redis.info('commandstats')}\n${await redis.info('stats')}`));
   let commands = 0;
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
     if (match[1] === 'info' || match[1]?.startsWith('config')) continue;
