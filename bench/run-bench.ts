@@ -148,6 +148,11 @@ interface Measured {
   p999Us: number;
   /** CPU time of the server under test per answered request: steadier than req/s on a noisy VM. */
   cpuUsPerRequest: number;
+  /**
+   * Share of its core the server used (req/s × CPU per request): well below 1 at full load means
+   * the figure was limited elsewhere (the load generator's core, Redis, the machine), not by the gateway.
+   */
+  serverCoreBusy: number;
   /** Store commands (INFO commandstats, commands inside scripts included) per request; Redis scenarios only. */
   storeCommandsPerRequest: number | undefined;
   /**
@@ -237,6 +242,7 @@ function summarise(results: RunResult[]): Measured {
     p99Us: Math.round(median(results.map((r) => r.p99Us))),
     p999Us: Math.round(median(results.map((r) => r.p999Us))),
     cpuUsPerRequest: Math.round(median(results.map((r) => r.cpuUs))),
+    serverCoreBusy: Math.round(median(results.map((r) => (r.rps * r.cpuUs) / 1e6)) * 100) / 100,
     storeCommandsPerRequest: store.length > 0 ? Math.round(median(store) * 100) / 100 : undefined,
     storeRoundTripsPerRequest: trips.length > 0 ? Math.round(median(trips) * 100) / 100 : undefined,
     non2xx: results.reduce((sum, r) => sum + r.non2xx, 0),
@@ -705,6 +711,7 @@ function printTable(results: ScenarioResult[]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
   process.stdout.write(`${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`);
+  process.stdout.write(`server core busy at full load: ${results.map((r) => `${r.name} ${r.serverCoreBusy}`).join(', ')}\n`);
   for (const r of results) {
     if (r.attackAlone)
       process.stdout.write(
