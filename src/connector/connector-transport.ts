@@ -72,7 +72,7 @@ class CappedAnswer implements Dispatcher.DispatchHandler {
   /** Set when the deadline passed: the reason the call failed, whatever undici reports. */
   #late: Error | undefined;
   readonly #timer: NodeJS.Timeout;
-  readonly #grace: { immediate: NodeJS.Immediate | undefined } = { immediate: undefined };
+  #grace: NodeJS.Immediate | undefined;
 
   constructor(
     private readonly limit: number,
@@ -81,7 +81,7 @@ class CappedAnswer implements Dispatcher.DispatchHandler {
   ) {
     // The deadline's one-turn grace (foundation/deadline.ts): an answer already read when the timer fires still counts.
     this.#timer = setTimeout(() => {
-      this.#grace.immediate = setImmediate(() => {
+      this.#grace = setImmediate(() => {
         this.#late = Object.assign(new Error('connector deadline passed'), { name: 'TimeoutError' });
         this.#abort?.(this.#late);
       });
@@ -124,7 +124,7 @@ class CappedAnswer implements Dispatcher.DispatchHandler {
 
   #done(): void {
     clearTimeout(this.#timer);
-    if (this.#grace.immediate) clearImmediate(this.#grace.immediate);
+    if (this.#grace) clearImmediate(this.#grace);
   }
 }
 
