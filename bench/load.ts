@@ -24,6 +24,13 @@ export interface LoadOptions {
   usernamePrefix?: string;
   usernameCount?: number;
   password?: string;
+  /**
+   * Card scenarios: the number of client addresses the requests take turns to come from, sent as
+   * X-Forwarded-For by 127.0.0.1, which the bench gateways trust as their load balancer. One
+   * address stands for one partner; the gateway's per-address budgets (D53) then hold each to
+   * its share as they would in production. Absent: no header (the bare proxy and the connector).
+   */
+  clientAddresses?: number;
 }
 
 export interface LoadResult {
@@ -79,6 +86,17 @@ async function send(method: 'GET' | 'POST', requestPath: string, headers: Record
   return { status: response.statusCode, text };
 }
 
+/** The card load's client addresses, 10.100.0.0/16, one request each in turn. */
+let clientIndex = 0;
+const cardHeaders = (): Record<string, string> => {
+  const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${options.token}` };
+  if (options.clientAddresses) {
+    clientIndex = (clientIndex + 1) % options.clientAddresses;
+    headers['x-forwarded-for'] = `10.100.${clientIndex >> 8}.${clientIndex & 255}`;
+  }
+  return headers;
+};
+
 /** One unit of the scenario: a request (or, for the auth mix, a login and its refresh). */
 let login = Math.floor(Math.random() * (options.usernameCount ?? 1));
 async function unit(): Promise<number> {
@@ -95,22 +113,17 @@ async function unit(): Promise<number> {
       ).status;
     }
     case 'gateway-create':
-      return (await send('POST', path, { 'content-type': 'application/json', authorization: `Bearer ${options.token}` }, publicBody(randomUUID()))).status;
+      return (await send('POST', path, cardHeaders(), publicBody(randomUUID()))).status;
     case 'gateway-replay':
-      return (
-        await send(
-          'POST',
-          path,
-          { 'content-type': 'application/json', authorization: `Bearer ${options.token}` },
-          publicBody('00000000-0000-4000-8000-00000000beef'),
-        )
-      ).status;
+      return (await send('POST', path, cardHeaders(), publicBody('00000000-0000-4000-8000-00000000beef'))).status;
     // A GET of the url as given (one card, or a page of the list): straight to the connector
     // (through the bare proxy) with the account in the query, or through the gateway with the token.
     case 'connector-read':
       return (await send('GET', path, { 'x-correlation-id': randomUUID() })).status;
-    case 'gateway-read':
-      return (await send('GET', path, { authorization: `Bearer ${options.token}` })).status;
+    case 'gateway-read': {
+      const { 'content-type': _contentType, ...headers } = cardHeaders();
+      return (await send('GET', path, headers)).status;
+    }
     case 'auth-mix': {
       // Start at a random offset so that consecutive runs in one minute use other names.
       login = (login + 1) % (options.usernameCount ?? 1);
