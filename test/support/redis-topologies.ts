@@ -10,6 +10,8 @@ import { createStoreClient, type HostPort, type RedisTarget } from '../../src/st
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { freePort } from './ports.js';
 import { answersPing } from './redis-ping.js';
+import { TEST_COMMAND_TIMEOUT_MS } from './redis.js';
+import { HANG_GUARD_MS } from './wait.js';
 
 /**
  * Real Redis topologies for the topology and failover suites: redis-server processes on free
@@ -531,21 +533,24 @@ export function storeSection(
 }
 
 /**
- * A RedisStore on a topology, fail-fast tuned like production, ready (or an error after 10 s).
+ * A RedisStore on a topology, ready (or an error after the hang guard). Its command deadline is
+ * generous ({@link TEST_COMMAND_TIMEOUT_MS}) so that a busy machine cannot turn a slow answer
+ * into a refusal; a test about the deadline itself passes `commandTimeoutMs` and makes Redis
+ * not answer (SIGSTOP, CLIENT PAUSE), so its outcome does not depend on load.
  * Closing it closes its client; the topology's keys die with the topology.
  */
 export async function openTopologyStore(
   topology: StandaloneTopology | SentinelTopology | ClusterTopology,
   options: { prefix?: string; replicasToAck?: number; commandTimeoutMs?: number } = {},
 ): Promise<RedisStore> {
-  const commandTimeoutMs = options.commandTimeoutMs ?? 300;
-  const client = createStoreClient({ target: targetOf(topology), commandTimeoutMs, connectTimeoutMs: 500 });
+  const commandTimeoutMs = options.commandTimeoutMs ?? TEST_COMMAND_TIMEOUT_MS;
+  const client = createStoreClient({ target: targetOf(topology), commandTimeoutMs, connectTimeoutMs: 5_000 });
   const store = new RedisStore(client, options.prefix ?? `test:${randomUUID().slice(0, 8)}:`, {
     commandTimeoutMs,
     deadlineMs: commandTimeoutMs + 1000,
     replicasToAck: options.replicasToAck ?? 0,
   });
-  const deadline = performance.now() + 10_000;
+  const deadline = performance.now() + HANG_GUARD_MS;
   for (;;) {
     try {
       await store.ping();
@@ -553,7 +558,7 @@ export async function openTopologyStore(
     } catch (error) {
       if (performance.now() > deadline) {
         await store.close();
-        throw new Error(`the ${topology.kind} store did not become ready within 10 s: ${(error as Error).message}`, { cause: error });
+        throw new Error(`hung: the ${topology.kind} store did not become ready within ${HANG_GUARD_MS} ms: ${(error as Error).message}`, { cause: error });
       }
       await sleep(100);
     }
