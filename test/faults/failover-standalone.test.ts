@@ -53,7 +53,7 @@ describe('failover load checks', () => {
     ];
     expect(orphanConflicts(orphaned)).toHaveLength(3);
     // The lease-long wait behind them: from the first 503 (300) to the last 201 (6 522).
-    expect(recoveryTimes(orphaned).get("a")).toBe(6_222);
+    expect(recoveryTimes(orphaned).get('a')).toBe(6_222);
     // An owner that answered just before the waiters looked for the last time does not excuse them.
     expect(orphanConflicts([...orphaned, card('a', 201, 2_600, 5_100 - IN_FLIGHT_SLACK_MS - 5)])).toHaveLength(3);
   });

@@ -127,7 +127,9 @@ describe('idempotency writes whose outcome is unknown are settled once the store
   async function cutDuringForward(fixture: CardFixture, token: string, body: Record<string, unknown>, proxy: CuttingProxy, outageMs: number) {
     const before = (await connectorStats(fixture.connector)).requestsReceived;
     const answer = createCard(fixture.gw, token, body);
-    await waitFor('the card request to reach the connector', async () => (await connectorStats(fixture.connector)).requestsReceived > before, { intervalMs: 10 });
+    await waitFor('the card request to reach the connector', async () => (await connectorStats(fixture.connector)).requestsReceived > before, {
+      intervalMs: 10,
+    });
     proxy.cutNow(outageMs);
     return answer;
   }
@@ -143,7 +145,9 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     const card = first.json<CardAnswer>();
     expect(await readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state)).toBe('pending');
 
-    await expect.poll(() => readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state), { timeout: HANG_GUARD_MS, interval: 50 }).toBe('completed');
+    await expect
+      .poll(() => readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state), { timeout: HANG_GUARD_MS, interval: 50 })
+      .toBe('completed');
     const again = await createCard(fixture.gw, token, body);
     expect(again.statusCode, again.body).toBe(201);
     expect(again.headers['idempotent-replayed']).toBe('true');
@@ -163,7 +167,9 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     expect(first.statusCode, first.body).toBe(504);
     expect(await readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state)).toBe('pending');
 
-    await expect.poll(() => readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state), { timeout: HANG_GUARD_MS, interval: 50 }).toBe('released');
+    await expect
+      .poll(() => readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state), { timeout: HANG_GUARD_MS, interval: 50 })
+      .toBe('released');
     const retry = await createCard(fixture.gw, token, body);
     expect(retry.statusCode, retry.body).toBe(201);
     // The connector made the card during the timed-out forward and answers it again (D31): one card.

@@ -138,7 +138,10 @@ describe('SIGTERM behind a load balancer (D38)', () => {
       const exit = await gateway.exitWithin(60_000);
       expect(exit).toEqual({ code: 1, signal: null });
       await gateway.waitForLog((line) => line['level'] === 'error' && line['msg'] === 'drain took longer than 1 s; exiting');
-      expect(gateway.lines.some((line) => parseLogLine(line)?.['msg'] === 'stopped'), 'the drain never finished').toBe(false);
+      expect(
+        gateway.lines.some((line) => parseLogLine(line)?.['msg'] === 'stopped'),
+        'the drain never finished',
+      ).toBe(false);
       // The client's connection went with the process: no answer, never a hang.
       expect(await stuck).not.toMatch(/^answered/);
     } finally {

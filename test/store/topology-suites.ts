@@ -45,14 +45,16 @@ export function topologySuites<T extends ReplicatedTopology>(name: T['kind'], st
  * every setting, and the figure belongs with the benchmark's.
  */
 export function replicasToAckCostTest(title: string, topology: () => ReplicatedTopology, settings: number[]): void {
-  it(
-    title,
-    async () => {
-      const figures = await measureRecordWrites(topology(), settings);
-      console.info(
-        `[${topology().kind}] card record write, ms (mean / p99 over ${figures[0]!.count}): ${figures.map((f) => `replicasToAck ${f.replicasToAck}: ${f.meanMs.toFixed(2)} / ${f.p99Ms.toFixed(2)}`).join('; ')}`,
-      );
-      for (const figure of figures) expect({ replicasToAck: figure.replicasToAck, count: figure.count, unacknowledged: figure.unacknowledged }).toEqual({ replicasToAck: figure.replicasToAck, count: 200, unacknowledged: 0 });
-    },
-  );
+  it(title, async () => {
+    const figures = await measureRecordWrites(topology(), settings);
+    console.info(
+      `[${topology().kind}] card record write, ms (mean / p99 over ${figures[0]!.count}): ${figures.map((f) => `replicasToAck ${f.replicasToAck}: ${f.meanMs.toFixed(2)} / ${f.p99Ms.toFixed(2)}`).join('; ')}`,
+    );
+    for (const figure of figures)
+      expect({ replicasToAck: figure.replicasToAck, count: figure.count, unacknowledged: figure.unacknowledged }).toEqual({
+        replicasToAck: figure.replicasToAck,
+        count: 200,
+        unacknowledged: 0,
+      });
+  });
 }

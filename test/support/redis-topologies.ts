@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +8,7 @@ import { expect } from 'vitest';
 import { createStoreClient, type HostPort, type RedisTarget } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { freePort } from './ports.js';
-import { answersPing } from './redis-ping.js';
+import { killRedisServer, startRedisServer } from '../../tools/launch/redis-server.js';
 import { TEST_COMMAND_TIMEOUT_MS } from './redis.js';
 import { HANG_GUARD_MS } from './wait.js';
 
@@ -64,35 +63,15 @@ export class RedisProcess {
   }
 
   async start(): Promise<void> {
-    const child = spawn('redis-server', [...this.args], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.once('error', (error) => reject(new Error(`redis-server could not be started (is it installed?): ${error.message}`)));
-      child.once('spawn', () => resolve());
-    });
+    const { child } = await startRedisServer(this.args, this.url);
     children.add(child);
     child.once('exit', () => children.delete(child));
     this.#child = child;
-    const deadline = performance.now() + 10_000;
-    while (!(await answersPing(this.url, 300))) {
-      if (child.exitCode !== null || performance.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`redis-server on port ${this.port} did not answer within 10 s: ${stderr.trim()}`);
-      }
-      await sleep(50);
-    }
   }
 
   /** SIGKILL: no shutdown, no last words to replicas or clients (a crashed host). */
   async kill(): Promise<void> {
-    const child = this.#child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
+    if (this.#child) await killRedisServer(this.#child);
   }
 
   /** A connection for test assertions and administration (not the store's). */
