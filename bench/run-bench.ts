@@ -15,13 +15,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { Agent, request } from 'node:https';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
 import { scanStrictJson, type SchemaNode } from '../src/edge/strict-json.js';
 import { CardRequestSchema } from '../src/cards/card-schemas.js';
 import { hashPassword } from '../src/foundation/password-hash.js';
 import { localhostCertificate } from '../tools/launch/certificate.js';
+import { parseJsonLine, readLines, untilJsonLine } from '../tools/launch/json-lines.js';
 import { freePort } from '../tools/launch/ports.js';
 import { killRedisServer, startLoopbackRedis } from '../tools/launch/redis-server.js';
 import { BODY_SHAPES, hostileBody } from './hostile-bodies.js';
@@ -73,15 +73,13 @@ async function startServer(cpu: number, args: string[], nodeFlags: string[] = []
   const child = spawn(command, commandArgs, { stdio: ['pipe', 'pipe', 'inherit'], cwd: root });
   const stats: Server['stats'] = [];
   const cpuWaiters: ((micros: number) => void)[] = [];
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`server ${args[0]} exited with ${code}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const message = JSON.parse(line) as { ready?: boolean; url?: string; stats?: Server['stats'][number]; cpu?: { user: number; system: number } };
-      if (message.ready && message.url) resolve(message.url);
-      if (message.stats) stats.push(message.stats);
-      if (message.cpu) cpuWaiters.shift()?.(message.cpu.user + message.cpu.system);
-    });
+  readLines(child.stdout!, (text) => {
+    const message = parseJsonLine(text) as { stats?: Server['stats'][number]; cpu?: { user: number; system: number } } | undefined;
+    if (message?.stats) stats.push(message.stats);
+    if (message?.cpu) cpuWaiters.shift()?.(message.cpu.user + message.cpu.system);
   });
+  const ready = await untilJsonLine(child, `server ${args[0]} to say it is ready`, (line) => line['ready'] === true && typeof line['url'] === 'string');
+  const url = String(ready['url']);
   return {
     child,
     url,
