@@ -12,7 +12,7 @@ import { Pool } from 'undici';
 
 export interface LoadOptions {
   url: string;
-  scenario: 'connector-create' | 'gateway-create' | 'gateway-replay' | 'auth-mix';
+  scenario: 'connector-create' | 'gateway-create' | 'gateway-replay' | 'auth-mix' | 'connector-read' | 'gateway-read';
   connections: number;
   durationSeconds: number;
   /** Fixed overall request rate (req/s); absent = as fast as the server answers. */
@@ -68,12 +68,12 @@ const connectorBody = (requestId: string) =>
   });
 
 const pool = new Pool(target.origin, { connections: options.connections, pipelining: 1, connect: { ...(options.ca && { ca: options.ca }) } });
-const path = target.pathname;
+const path = `${target.pathname}${target.search}`;
 const latencies: number[] = [];
 let non2xx = 0;
 let errors = 0;
 
-async function send(method: 'POST', requestPath: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+async function send(method: 'GET' | 'POST', requestPath: string, headers: Record<string, string>, body?: string): Promise<{ status: number; text: string }> {
   const response = await pool.request({ method, path: requestPath, headers, body });
   const text = await response.body.text();
   return { status: response.statusCode, text };
@@ -105,6 +105,12 @@ async function unit(): Promise<number> {
           publicBody('00000000-0000-4000-8000-00000000beef'),
         )
       ).status;
+    // A GET of the url as given (one card, or a page of the list): straight to the connector
+    // (through the bare proxy) with the account in the query, or through the gateway with the token.
+    case 'connector-read':
+      return (await send('GET', path, { 'x-correlation-id': randomUUID() })).status;
+    case 'gateway-read':
+      return (await send('GET', path, { authorization: `Bearer ${options.token}` })).status;
     case 'auth-mix': {
       // Start at a random offset so that consecutive runs in one minute use other names.
       login = (login + 1) % (options.usernameCount ?? 1);

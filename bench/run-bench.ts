@@ -10,7 +10,7 @@
  * connection (latency without queueing), and the store commands each request cost.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { cpus, tmpdir } from 'node:os';
@@ -204,6 +204,26 @@ function httpsJson(url: string, path: string, body: object, ca: Buffer): Promise
   });
 }
 
+/** Creates `count` cards through a gateway, one after another; their ids, newest last. */
+async function seedCards(url: string, token: string, ca: Buffer, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const body = JSON.stringify({ requestId: randomUUID(), cardLimit: 125000, currency: 'EUR', metadata: { card_name: `Bench ${i}` } });
+    const text = await new Promise<string>((resolve, reject) => {
+      const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+      const req = request(new URL('/api/v1/issuing/cards', url), { method: 'POST', ca, headers }, (res) => {
+        let answer = '';
+        res.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+        res.on('end', () => (res.statusCode === 201 ? resolve(answer) : reject(new Error(`seeding a card: ${res.statusCode} ${answer}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    ids.push(String((JSON.parse(text) as Record<string, unknown>)['cardId']));
+  }
+  return ids;
+}
+
 async function prepare(dir: string, connectorUrl: string, redisUrl: string, clusterNodes: readonly string[]): Promise<void> {
   const pems = await localhostCertificate();
   writeFileSync(join(dir, 'tls.crt'), pems.cert);
@@ -218,7 +238,7 @@ async function prepare(dir: string, connectorUrl: string, redisUrl: string, clus
     username,
     passwordHash,
     issuingAccount: 'acct-bench-eu',
-    permissions: ['cards:create', 'cards:reveal'],
+    permissions: ['cards:create', 'cards:reveal', 'cards:read'],
     addressRanges: [],
     active: true,
   });
@@ -253,7 +273,11 @@ async function prepare(dir: string, connectorUrl: string, redisUrl: string, clus
       // addresses as the auth mix does, they are raised here, for the attacker too.
       limits: { perAddress: { requestsPerSecond: 1_000_000, inFlight: 100_000, connectionsPerSecond: 100_000 } },
       // The hostile-body scenario sends every body from one address: its limit must not answer for the reader.
-      ...(kind === 'hostile' && { rateLimits: { loginPerAddress: { points: 1_000_000, windowSeconds: 60 } } }),
+      // The lifecycle scenarios read as fast as they can with one credential: its read limit must not answer for the gateway.
+      rateLimits: {
+        cardReads: { points: 100_000_000, windowSeconds: 60 },
+        ...(kind === 'hostile' && { loginPerAddress: { points: 1_000_000, windowSeconds: 60 } }),
+      },
     };
     writeFileSync(join(dir, `gateway-${kind}.yaml`), stringify(config));
   }
@@ -332,6 +356,8 @@ interface ScenarioResult extends Measured {
   atModerateRate: Measured & { rate: number };
   /** One connection, one request at a time: latency without queueing. */
   oneConnection: Measured;
+  /** The scenario the ratios compare with, when not B-bare-proxy. */
+  baseline?: string;
 }
 
 interface Scenario {
@@ -343,6 +369,8 @@ interface Scenario {
   attack?: boolean;
   /** The Redis this scenario's server uses, for store commands per request. */
   redis?: Redis | NodeGroup;
+  /** The scenario the ratios compare with, when not B-bare-proxy (the same calls through the bare proxy). */
+  baseline?: string;
 }
 
 async function main(): Promise<void> {
@@ -382,6 +410,11 @@ async function main(): Promise<void> {
       String((await httpsJson(server.url, '/api/v1/auth/login', { username: 'bench', password: PASSWORD }, ca))['accessToken']);
     const tokens = { memory: await token(gateways.memory), redis: await token(gateways.redis), cluster: await token(gateways.cluster) };
     const standard = { connections: CONNECTIONS, rate: MODERATE_RATE };
+    // The card lifecycle (G, H): cards of the bench account in the upstream connector, read one at
+    // a time and a page of 100 at a time, through the gateway and through the bare proxy (which
+    // passes the connector's own query, the account included, and answers its records unmasked).
+    const seeded = await seedCards(gateways.redis.url, tokens.redis, ca, 100);
+    const account = 'issuingAccount=acct-bench-eu';
     const scenarios: Scenario[] = [
       {
         name: 'A-connector-direct',
@@ -434,6 +467,40 @@ async function main(): Promise<void> {
         shape: { connections: 4, rate: 20 },
         redis: redis.client,
       },
+      {
+        name: 'G-bare-proxy-get-card',
+        description: 'GET of one card through the bare proxy (to the connector, account in the query)',
+        server: bare,
+        load: { url: `${bare.url}/api/v1/issuing/cards/${seeded[0]}?${account}`, scenario: 'connector-read', ca: caText },
+        shape: standard,
+        baseline: 'G-bare-proxy-get-card',
+      },
+      {
+        name: 'G-gateway-get-card-redis',
+        description: 'GET of one card (masked), full gateway, Redis store',
+        server: gateways.redis,
+        load: { url: `${gateways.redis.url}/api/v1/issuing/cards/${seeded[0]}`, scenario: 'gateway-read', token: tokens.redis, ca: caText },
+        shape: standard,
+        redis: redis.client,
+        baseline: 'G-bare-proxy-get-card',
+      },
+      {
+        name: 'H-bare-proxy-list-100',
+        description: 'GET of a page of 100 cards through the bare proxy',
+        server: bare,
+        load: { url: `${bare.url}/api/v1/issuing/cards?${account}&limit=100`, scenario: 'connector-read', ca: caText },
+        shape: standard,
+        baseline: 'H-bare-proxy-list-100',
+      },
+      {
+        name: 'H-gateway-list-100-redis',
+        description: 'GET of a page of 100 cards (masked), full gateway, Redis store',
+        server: gateways.redis,
+        load: { url: `${gateways.redis.url}/api/v1/issuing/cards?limit=100`, scenario: 'gateway-read', token: tokens.redis, ca: caText },
+        shape: standard,
+        redis: redis.client,
+        baseline: 'H-bare-proxy-list-100',
+      },
     ];
     // BENCH_ONLY=C-gateway-create-redis,B (name prefixes): run a subset, e.g. to profile one scenario alone.
     const only = process.env['BENCH_ONLY']?.split(',').filter(Boolean);
@@ -470,15 +537,22 @@ async function main(): Promise<void> {
         cpuRatioToBareProxy: 0,
         atModerateRate: { ...summarise(measured.atRate), rate: scenario.shape.rate },
         oneConnection: summarise(measured.single),
+        ...(scenario.baseline && { baseline: scenario.baseline }),
       };
     });
+    for (const result of results) {
+      const own = result.baseline && results.find((r) => r.name === result.baseline);
+      if (!own) continue;
+      result.ratioToBareProxy = Math.round((result.rps / own.rps) * 1000) / 1000;
+      result.cpuRatioToBareProxy = Math.round((own.cpuUsPerRequest / result.cpuUsPerRequest) * 1000) / 1000;
+    }
     if (only) {
       printTable(results);
-      process.stdout.write('subset run (BENCH_ONLY): no ratios or targets, no results file\n');
+      process.stdout.write('subset run (BENCH_ONLY): no targets, no results file; ratios only for scenarios run with their own baseline (G, H)\n');
       return;
     }
     const baseline = results.find((r) => r.name === 'B-bare-proxy')!;
-    for (const result of results) {
+    for (const result of results.filter((r) => r.baseline === undefined)) {
       result.ratioToBareProxy = Math.round((result.rps / baseline.rps) * 1000) / 1000;
       result.cpuRatioToBareProxy = Math.round((baseline.cpuUsPerRequest / result.cpuUsPerRequest) * 1000) / 1000;
     }

@@ -179,7 +179,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     bodyLimit: config.cards.bodyLimitBytes,
     // A card id of any length reaches its route, which answers an impossible one like an unknown
     // one (404 card_not_found, D43); the URL as a whole is capped at 8 KiB by the edge (D25).
-    maxParamLength: 8192,
+    routerOptions: { maxParamLength: 8192 },
     forceCloseConnections: 'idle',
     // edge-guards.ts answers requests that arrive while draining, with the envelope.
     return503OnClosing: false,

@@ -1,11 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, SessionEndedError } from './errors.js';
 import * as operations from './operations.js';
-import { callScope, resolveSettings, type CallOptions, type CardGatewayClientOptions, type CreateCardOptions, type Settings } from './options.js';
+import {
+  callScope,
+  resolveSettings,
+  type CallOptions,
+  type CardGatewayClientOptions,
+  type CreateCardOptions,
+  type GetCardOptions,
+  type Settings,
+} from './options.js';
 import { Pipeline } from './pipeline.js';
 import { Sender } from './send.js';
 import { Session } from './session.js';
-import type { CardRequest, CreateCardInput, CreatedCard, SessionTokens } from './types.js';
+import type { CardListQuery, CardPage, CardRecord, CardRequest, CardStatus, CreateCardInput, CreatedCard, SessionTokens } from './types.js';
 
 /**
  * A client of the card issuing gateway. One instance holds one session (one login) and may be
@@ -104,6 +112,71 @@ export class CardGatewayClient {
     const body: CardRequest = { ...input, requestId };
     const scope = callScope(this.#settings, 'createCard', options, requestId);
     return this.#pipeline.run(scope, operations.createCard(this.#session, scope, body, options.revealDetails === true));
+  }
+
+  /**
+   * The card as it is now (status included), masked unless `revealDetails`. Needs `cards:read`.
+   * Retried like createCard (network errors, timeouts, 429, 502, 503, 504); 404 `card_not_found`
+   * (unknown, or another issuing account's) is final.
+   */
+  async getCard(cardId: string, options: GetCardOptions = {}): Promise<CardRecord> {
+    const scope = callScope(this.#settings, 'getCard', options);
+    return this.#pipeline.run(scope, operations.getCard(this.#session, scope, cardId, options.revealDetails === true));
+  }
+
+  /**
+   * One page of the issuing account's cards, newest first, masked. Needs `cards:read`. For the
+   * next page pass its `nextCursor` as `cursor` with the same filters (else 400 `invalid_cursor`,
+   * final). Retried like getCard.
+   */
+  async listCardsPage(query: CardListQuery = {}, options: CallOptions = {}): Promise<CardPage> {
+    const scope = callScope(this.#settings, 'listCards', options);
+    return this.#pipeline.run(scope, operations.listCardsPage(this.#session, scope, query));
+  }
+
+  /**
+   * Every card matching `query`, newest first, page after page (`limit` cards per request,
+   * following `nextCursor`; from `query.cursor` when given). Each page is one operation with its
+   * own deadline and retries; a page that fails ends the iteration with its error.
+   */
+  async *listCards(query: CardListQuery = {}, options: CallOptions = {}): AsyncGenerator<CardRecord, void, undefined> {
+    let cursor = query.cursor;
+    do {
+      const page = await this.listCardsPage({ ...query, cursor }, options);
+      yield* page.data;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** Freezes the card (status `inactive`). See cancelCard for the retry rules. Needs `cards:update`. */
+  freezeCard(cardId: string, reason?: string, options: CallOptions = {}): Promise<CardRecord> {
+    return this.#changeStatus('freezeCard', cardId, 'inactive', reason, options);
+  }
+
+  /** Unfreezes the card (status `active`). See cancelCard for the retry rules. Needs `cards:update`. */
+  unfreezeCard(cardId: string, reason?: string, options: CallOptions = {}): Promise<CardRecord> {
+    return this.#changeStatus('unfreezeCard', cardId, 'active', reason, options);
+  }
+
+  /**
+   * Cancels the card for good. `reason` (1 to 200 characters, no card data) goes to the audit
+   * trail. A status change is safe to repeat (the status the card already has answers 200,
+   * unchanged), so it is retried like getCard; any change of a canceled card is 409
+   * `card_canceled`, final. Needs `cards:update`.
+   */
+  cancelCard(cardId: string, reason?: string, options: CallOptions = {}): Promise<CardRecord> {
+    return this.#changeStatus('cancelCard', cardId, 'canceled', reason, options);
+  }
+
+  async #changeStatus(
+    operation: 'freezeCard' | 'unfreezeCard' | 'cancelCard',
+    cardId: string,
+    status: CardStatus,
+    reason: string | undefined,
+    options: CallOptions,
+  ): Promise<CardRecord> {
+    const scope = callScope(this.#settings, operation, options);
+    return this.#pipeline.run(scope, operations.changeCardStatus(this.#session, scope, cardId, status, reason));
   }
 
   /** Closes the connections this client opened. A later call opens new ones. */

@@ -33,6 +33,7 @@ export type ErrorCode = GatewayErrorCode | ClientErrorCode | (string & {});
  * requestId": 409 (a duplicate still in progress), 429 (limited), 502/504 (connector failed or
  * timed out; the gateway released the requestId, D17/D31), 503 (store, audit trail or password
  * hashing busy; nothing was changed, D23). Every other 4xx is final: repeating it cannot help.
+ * So is a code the gateway's catalogue marks final whatever its status: 409 `card_canceled`.
  */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([409, 429, 502, 503, 504]);
 

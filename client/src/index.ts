@@ -1,5 +1,5 @@
 export { CardGatewayClient } from './client.js';
-export type { CallOptions, CardGatewayClientOptions, CreateCardOptions } from './options.js';
+export type { CallOptions, CardGatewayClientOptions, CreateCardOptions, GetCardOptions } from './options.js';
 export type { Operation, RetryEvent } from './scope.js';
 export {
   AbortedError,
@@ -22,6 +22,9 @@ export {
   CARD_STATUSES,
   type Card,
   type CardConfig,
+  type CardListQuery,
+  type CardPage,
+  type CardRecord,
   type CardRequest,
   type CardStatus,
   type CreateCardInput,

@@ -6,8 +6,8 @@ import type { ApiError, CardGatewayError } from './errors.js';
 import type { OperationSpec } from './pipeline.js';
 import type { CallScope } from './scope.js';
 import type { Session, SessionState } from './session.js';
-import { parseCard, parseTokens } from './shapes.js';
-import type { CardRequest, CreatedCard, SessionTokens } from './types.js';
+import { parseCard, parseCardPage, parseCardRecord, parseTokens } from './shapes.js';
+import type { CardListQuery, CardPage, CardRecord, CardRequest, CardStatus, CreatedCard, SessionTokens } from './types.js';
 
 const LOGIN = '/api/v1/auth/login';
 const REFRESH = '/api/v1/auth/refresh';
@@ -89,5 +89,52 @@ export const createCard = (session: Session, scope: CallScope, body: CardRequest
     );
   },
   // The card exists or will, and a retry with this requestId answers it again.
+  retryInvalid: true,
+});
+
+const cardPath = (cardId: string): string => `${CARDS}/${encodeURIComponent(cardId)}`;
+
+/** Reading repeats nothing: a wrong-shaped answer is worth another attempt, like any retryable failure. */
+export const getCard = (session: Session, scope: CallScope, cardId: string, revealDetails: boolean): OperationSpec<CardRecord> => ({
+  ...withSession(session, scope),
+  request: () => ({ method: 'GET', path: cardPath(cardId), query: { revealDetails: revealDetails ? 'true' : undefined } }),
+  success: [200],
+  read: (answer) => parseCardRecord(answer.json),
+  retryInvalid: true,
+});
+
+export const listCardsPage = (session: Session, scope: CallScope, query: CardListQuery): OperationSpec<CardPage> => ({
+  ...withSession(session, scope),
+  request: () => ({
+    method: 'GET',
+    path: CARDS,
+    query: {
+      limit: query.limit === undefined ? undefined : String(query.limit),
+      cursor: query.cursor,
+      status: query.status,
+      createdAfter: query.createdAfter,
+      createdBefore: query.createdBefore,
+    },
+  }),
+  success: [200],
+  read: (answer) => parseCardPage(answer.json),
+  retryInvalid: true,
+});
+
+/**
+ * Freeze, unfreeze, cancel: asking again for the status a card already has answers 200 and
+ * changes nothing, so every attempt may be repeated; 409 `card_canceled` is final (answer.ts).
+ */
+export const changeCardStatus = (
+  session: Session,
+  scope: CallScope,
+  cardId: string,
+  status: CardStatus,
+  reason: string | undefined,
+): OperationSpec<CardRecord> => ({
+  ...withSession(session, scope),
+  request: () => ({ method: 'PATCH', path: cardPath(cardId), body: reason === undefined ? { status } : { status, reason } }),
+  success: [200],
+  read: (answer) => parseCardRecord(answer.json),
   retryInvalid: true,
 });

@@ -58,6 +58,11 @@ export interface CreateCardOptions extends CallOptions {
   revealDetails?: boolean;
 }
 
+export interface GetCardOptions extends CallOptions {
+  /** Ask for the full PAN and CVC (needs `cards:reveal`; only the card's creator may, within 24 h of its creation). */
+  revealDetails?: boolean;
+}
+
 /** The options with their defaults applied: what the pipeline, the sender and the session read. */
 export interface Settings extends RetryPolicy {
   /** The base address without a trailing slash. */

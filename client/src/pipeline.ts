@@ -2,10 +2,7 @@
  * The one request pipeline every operation runs on: per attempt, the access token (refreshed
  * when due), the request sent, the answer read as the operation's result or mapped to a typed
  * error; around the attempts, the retry policy. An operation declares only what differs
- * (operations.ts): reading one card would be `{ ...withSession(session, scope), request: () =>
- * ({ method: 'GET', path, query }), success: [200], read: (answer) => parseCard(answer.json),
- * retryInvalid: true }`, and a list an async generator that runs one declaration per page with
- * the previous page's cursor in its query.
+ * (operations.ts); a listing runs one declaration per page (client.ts).
  */
 import { apiError, invalidResponse, type Answer } from './answer.js';
 import type { ApiError, CardGatewayError } from './errors.js';

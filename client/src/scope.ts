@@ -1,7 +1,7 @@
 import type { CardGatewayError } from './errors.js';
 
 /** What the client does for its caller; each is one declaration on the request pipeline. */
-export type Operation = 'login' | 'refresh' | 'logout' | 'createCard';
+export type Operation = 'login' | 'refresh' | 'logout' | 'createCard' | 'getCard' | 'listCards' | 'freezeCard' | 'unfreezeCard' | 'cancelCard';
 
 export interface RetryEvent {
   operation: Operation;

@@ -9,19 +9,15 @@ import type { CardGatewayClientOptions, Settings } from './options.js';
 import { isRecord } from './shapes.js';
 import { createTransport, type HttpRequestInit, type HttpResponseLike, type Transport } from './transport.js';
 
-/**
- * What one attempt sends. The method is the transport's (`HttpRequestInit['method']`, a public
- * type): an operation with another method (GET with a query, PATCH) widens that type, and one
- * without a body makes `body` optional here and there.
- */
+/** What one attempt sends. The method is the transport's (`HttpRequestInit['method']`, a public type). */
 export interface Request {
   method: HttpRequestInit['method'];
   /** Below the base address, without a query. */
   path: string;
   /** Query parameters; undefined values are left out. */
   query?: Readonly<Record<string, string | undefined>> | undefined;
-  /** Sent as JSON. */
-  body: unknown;
+  /** Sent as JSON; none for a GET. */
+  body?: unknown;
 }
 
 export interface SendContext extends AttemptLabel {
@@ -103,12 +99,14 @@ export class Sender {
     const timeoutMs = Math.max(1, Math.min(this.#settings.attemptTimeoutMs, context.deadlineAt - this.#settings.now()));
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = context.signal ? AbortSignal.any([context.signal, timeout]) : timeout;
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (request.body !== undefined) headers['content-type'] = 'application/json';
     if (context.bearer !== undefined) headers.authorization = `Bearer ${context.bearer}`;
+    const body = request.body === undefined ? undefined : JSON.stringify(request.body);
     let response: HttpResponseLike;
     let text: string;
     try {
-      response = await transport.fetch(urlOf(this.#settings.baseUrl, request), { method: request.method, headers, body: JSON.stringify(request.body), signal });
+      response = await transport.fetch(urlOf(this.#settings.baseUrl, request), { method: request.method, headers, body, signal });
       // Read under the same signal: an answer cut off mid-body is a network error too.
       text = await response.text();
     } catch (error) {

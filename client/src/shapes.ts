@@ -2,7 +2,7 @@
  * The documented shapes of the gateway's answers, checked at run time: a body that does not
  * have its route's shape is reported as `invalid_response`, never handed on half-read.
  */
-import { CARD_STATUSES, type Card, type CardStatus, type SessionTokens } from './types.js';
+import { CARD_STATUSES, type Card, type CardPage, type CardRecord, type CardStatus, type SessionTokens } from './types.js';
 
 export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -30,4 +30,26 @@ export function parseTokens(value: unknown): SessionTokens | undefined {
   const tokens: SessionTokens = { accessToken, accessTokenExpiresAt, refreshToken, refreshTokenExpiresAt };
   if (typeof idToken === 'string' && isInteger(idTokenExpiresAt)) Object.assign(tokens, { idToken, idTokenExpiresAt });
   return tokens;
+}
+
+const isStringRecord = (value: unknown): value is Record<string, string> =>
+  isRecord(value) && Object.values(value).every((member) => typeof member === 'string');
+
+/** A card as reading, listing and status changes answer it, or undefined when the body is not one. */
+export function parseCardRecord(value: unknown): CardRecord | undefined {
+  const card = parseCard(value);
+  if (!card || !isRecord(value) || typeof value.requestId !== 'string' || !isStringRecord(value.metadata)) return undefined;
+  return { ...card, requestId: value.requestId, metadata: { ...value.metadata } };
+}
+
+/** A page of the card list, or undefined when the body (or any card in it) is not one. */
+export function parseCardPage(value: unknown): CardPage | undefined {
+  if (!isRecord(value) || !Array.isArray(value.data) || !(value.nextCursor === null || typeof value.nextCursor === 'string')) return undefined;
+  const data: CardRecord[] = [];
+  for (const entry of value.data as unknown[]) {
+    const card = parseCardRecord(entry);
+    if (!card) return undefined;
+    data.push(card);
+  }
+  return { data, nextCursor: value.nextCursor };
 }

@@ -1,6 +1,6 @@
 /**
- * The one thing the client needs from an HTTP stack: POST a JSON text, read status, headers
- * and body text. Node's global `fetch` does this; with a custom CA (the sandbox's self-signed
+ * The one thing the client needs from an HTTP stack: send a request (GET, or POST/PATCH with a
+ * JSON text), read status, headers and body text. Node's global `fetch` does this; with a custom CA (the sandbox's self-signed
  * certificate) undici's own `fetch` and `Agent` are used together, because Node 20's built-in
  * fetch bundles an older undici and handing it a dispatcher from the npm undici v7 is not a
  * supported combination (their dispatcher interfaces have drifted between majors).
@@ -13,9 +13,10 @@ export interface HttpResponseLike {
 }
 
 export interface HttpRequestInit {
-  method: 'POST';
+  method: 'GET' | 'POST' | 'PATCH';
   headers: Record<string, string>;
-  body: string;
+  /** The JSON text of a POST or PATCH; absent for a GET. */
+  body?: string | undefined;
   signal: AbortSignal;
 }
 

@@ -79,3 +79,31 @@ export interface CreatedCard {
   /** Requests sent, 1 when the first attempt succeeded. */
   attempts: number;
 }
+
+/** A card as reading, listing and status changes answer it: the creation's record plus its requestId and metadata. */
+export interface CardRecord extends Card {
+  /** The requestId of the creation that made the card. */
+  requestId: string;
+  /** The creation's metadata (`{}` when it had none). */
+  metadata: Record<string, string>;
+}
+
+/** One page of `GET /api/v1/issuing/cards`: newest first, every card masked. */
+export interface CardPage {
+  data: CardRecord[];
+  /** Pass as `cursor` (with the same filters) for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/** The query of `GET /api/v1/issuing/cards`. */
+export interface CardListQuery {
+  /** Cards per page, 1 to 100 (default 20); may change between pages. */
+  limit?: number;
+  /** A page's `nextCursor`, unchanged; only valid with the filters of the listing it came from. */
+  cursor?: string;
+  status?: CardStatus;
+  /** ISO 8601 UTC with `Z`, inclusive. */
+  createdAfter?: string;
+  /** ISO 8601 UTC with `Z`, inclusive; not earlier than createdAfter. */
+  createdBefore?: string;
+}

@@ -32,7 +32,20 @@ describe('the client documentation matches the code', () => {
   it('the README says which methods take { deadlineMs?, signal? }, and they do', () => {
     const sentence = readme.split('\n').find((line) => line.includes('`{ deadlineMs?, signal? }`'));
     expect(sentence).toBeDefined();
-    for (const method of ['login', 'createCard', 'accessToken', 'refresh', 'logout']) expect(sentence).toContain(`\`${method}\``);
+    for (const method of [
+      'login',
+      'createCard',
+      'accessToken',
+      'refresh',
+      'logout',
+      'getCard',
+      'listCardsPage',
+      'listCards',
+      'freezeCard',
+      'unfreezeCard',
+      'cancelCard',
+    ])
+      expect(sentence).toContain(`\`${method}\``);
     expect(sentence).not.toMatch(/[Ee]very method/);
     // Checked by `npm run typecheck`.
     expectTypeOf<Parameters<CardGatewayClient['login']>[2]>().toEqualTypeOf<CallOptions | undefined>();
@@ -40,5 +53,11 @@ describe('the client documentation matches the code', () => {
     expectTypeOf<Parameters<CardGatewayClient['refresh']>[0]>().toEqualTypeOf<CallOptions | undefined>();
     expectTypeOf<Parameters<CardGatewayClient['logout']>[0]>().toEqualTypeOf<CallOptions | undefined>();
     expectTypeOf<NonNullable<Parameters<CardGatewayClient['createCard']>[1]>>().toExtend<CallOptions>();
+    expectTypeOf<NonNullable<Parameters<CardGatewayClient['getCard']>[1]>>().toExtend<CallOptions>();
+    expectTypeOf<Parameters<CardGatewayClient['listCardsPage']>[1]>().toEqualTypeOf<CallOptions | undefined>();
+    expectTypeOf<Parameters<CardGatewayClient['listCards']>[1]>().toEqualTypeOf<CallOptions | undefined>();
+    expectTypeOf<Parameters<CardGatewayClient['freezeCard']>[2]>().toEqualTypeOf<CallOptions | undefined>();
+    expectTypeOf<Parameters<CardGatewayClient['unfreezeCard']>[2]>().toEqualTypeOf<CallOptions | undefined>();
+    expectTypeOf<Parameters<CardGatewayClient['cancelCard']>[2]>().toEqualTypeOf<CallOptions | undefined>();
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/foundation/errors.js';
 import { ApiError, GATEWAY_ERROR_CODES, RETRYABLE_STATUSES, SessionEndedError } from '../src/index.js';
+import { apiError, type Answer } from '../src/answer.js';
 import { backoffDelayMs, retryAfterSeconds } from '../src/retry.js';
 
 /** The parts of the retry policy that need no gateway: the code catalogue, backoff arithmetic, Retry-After. */
@@ -10,11 +11,21 @@ describe('client error catalogue and retry timing', () => {
     expect(GATEWAY_ERROR_CODES).toEqual(ERROR_CODES);
   });
 
-  it('treats exactly 409, 429, 502, 503 and 504 as retryable statuses', () => {
+  it('treats exactly 409, 429, 502, 503 and 504 as retryable statuses, except a code the catalogue calls final (409 card_canceled)', () => {
+    const answer = (status: number, code: string): Answer => ({
+      status,
+      headers: new Headers(),
+      json: { code, message: 'm', correlationId: 'c', timestamp: 't', status },
+      correlationId: 'c',
+    });
     const retryableCodes = Object.entries(GATEWAY_ERROR_CODES)
-      .filter(([, status]) => RETRYABLE_STATUSES.has(status))
+      .filter(([code, status]) => apiError(answer(status, code), { operation: 'getCard', attempt: 1 }, 0).retryable)
       .map(([code]) => code)
       .sort();
+    expect(apiError(answer(409, 'card_canceled'), { operation: 'cancelCard', attempt: 1 }, 0)).toMatchObject({ code: 'card_canceled', retryable: false });
+    // A code this version does not know keeps its status's rule.
+    expect(apiError(answer(409, 'some_new_code'), { operation: 'getCard', attempt: 1 }, 0).retryable).toBe(true);
+    expect([409, 429, 502, 503, 504].every((status) => RETRYABLE_STATUSES.has(status)) && RETRYABLE_STATUSES.size === 5).toBe(true);
     expect(retryableCodes).toEqual([
       'audit_unavailable',
       'connector_invalid_answer',

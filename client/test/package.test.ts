@@ -36,18 +36,23 @@ async function pack(folder: string, destination: string, ...flags: string[]): Pr
 
 /**
  * One program, written once, run as an ES module and as CommonJS: logs in, creates a card, has
- * an invalid one refused, logs out, and prints which file of the package it loaded.
+ * an invalid one refused, reads and freezes the card, logs out, and prints which file of the
+ * package it loaded.
  */
 const PROGRAM = `const client = new CardGatewayClient({ baseUrl: process.env.GATEWAY_URL, ca: readFileSync(process.env.GATEWAY_CA_FILE) });
 try {
   await client.login(process.env.GATEWAY_USERNAME, process.env.GATEWAY_PASSWORD);
   const created = await client.createCard({ cardLimit: 10_000, currency: 'EUR' });
   const refused = await client.createCard({ cardLimit: -1, currency: 'EUR' }).catch((error) => error);
+  const read = await client.getCard(created.card.cardId);
+  const frozen = await client.freezeCard(created.card.cardId, 'package check');
   console.log(JSON.stringify({
     module: loaded,
     cardId: created.card.cardId,
     pan: created.card.pan,
     refused: refused instanceof CardGatewayError ? refused.code : String(refused),
+    read: { cardId: read.cardId, requestId: read.requestId === created.requestId, status: read.status },
+    frozen: frozen.status,
   }));
   await client.logout();
 } finally {
@@ -71,7 +76,7 @@ ${PROGRAM}})().catch((error) => {
 `;
 
 /** A TypeScript consumer: every public name it uses must resolve to real types (strict, no `any`). */
-const CONSUMER = `import { CardGatewayClient, CardGatewayError, SessionEndedError, GATEWAY_ERROR_CODES, type CreatedCard, type GatewayErrorCode } from '@card-gateway/client';
+const CONSUMER = `import { CardGatewayClient, CardGatewayError, SessionEndedError, GATEWAY_ERROR_CODES, type CardRecord, type CreatedCard, type GatewayErrorCode } from '@card-gateway/client';
 
 export async function issue(client: CardGatewayClient): Promise<CreatedCard | GatewayErrorCode | string> {
   try {
@@ -82,6 +87,12 @@ export async function issue(client: CardGatewayClient): Promise<CreatedCard | Ga
     if (error instanceof CardGatewayError) return error.code;
     throw error;
   }
+}
+
+export async function frozenCards(client: CardGatewayClient): Promise<CardRecord[]> {
+  const frozen: CardRecord[] = [];
+  for await (const card of client.listCards({ status: 'inactive', limit: 100 })) frozen.push(card);
+  return frozen;
 }
 
 export const client = new CardGatewayClient({ baseUrl: 'https://127.0.0.1:8443', onRetry: (event) => console.log(event.operation, event.delayMs) });
@@ -151,11 +162,11 @@ describe('the client package, packed and installed into an empty project', () =>
     expect(readFileSync(join(installed, 'README.md'), 'utf8')).toContain('npm install @card-gateway/client');
   });
 
-  it('logs in and creates a card from an ESM program and from a CommonJS program, each loading its own build', async () => {
+  it('logs in, creates, reads and freezes a card from an ESM program and from a CommonJS program, each loading its own build', async () => {
     g = await startRealGateway();
     writeFileSync(join(app, 'program.mjs'), ESM_PROGRAM);
     writeFileSync(join(app, 'program.cjs'), CJS_PROGRAM);
-    const env = await programEnvironment(g);
+    const env = await programEnvironment(g, 'life');
     const installed = join(app, 'node_modules', '@card-gateway', 'client', 'dist');
     for (const [program, build] of [
       ['program.mjs', 'esm'],
@@ -163,14 +174,17 @@ describe('the client package, packed and installed into an empty project', () =>
     ] as const) {
       const { stdout, stderr } = await run(process.execPath, [program], { cwd: app, env, timeout: 60_000 });
       expect(stderr, program).toBe('');
-      const result = JSON.parse(stdout) as { module: string; cardId: string; pan: string; refused: string };
+      const result = JSON.parse(stdout) as { module: string; cardId: string; pan: string; refused: string; read: unknown; frozen: string };
       expect(result.module.startsWith('file:') ? fileURLToPath(result.module) : result.module, program).toBe(join(installed, build, 'index.js'));
       expect(result.cardId, program).toMatch(/^card_[0-9a-f]+$/);
       expect(result.pan, program).toMatch(/^\*{12}\d{4}$/);
       // The error classes of the build loaded are the ones its errors are made of.
       expect(result.refused, program).toBe('validation_failed');
+      expect(result.read, program).toEqual({ cardId: result.cardId, requestId: true, status: 'active' });
+      expect(result.frozen, program).toBe('inactive');
     }
     expect((await g.connectorStats()).cardsCreated).toBe(2);
+    expect(g.auditEvents('card.status_changed')).toHaveLength(2);
     expect(g.auditEvents('logout').filter((event) => event.outcome === 'success')).toHaveLength(2);
   }, 120_000);
 

@@ -1,10 +1,20 @@
 import type { Static } from '@sinclair/typebox';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { SessionTokens as ServerSessionTokens, RefreshedTokens } from '../../src/auth/session-service.js';
+import type { CardListQuerySchema, CardPageSchema, CardRecordSchema } from '../../src/cards/card-lifecycle-schemas.js';
 import type { CardRequestSchema, CardResponseSchema } from '../../src/cards/card-schemas.js';
 import type { SessionTokensSchema } from '../../src/edge/routes/login-route.js';
 import { CARD_STATUSES as SERVER_CARD_STATUSES, type CardStatusSchema } from '../../src/foundation/card-status.js';
-import { CARD_STATUSES, type Card, type CardRequest, type CardStatus, type SessionTokens } from '../src/index.js';
+import {
+  CARD_STATUSES,
+  type Card,
+  type CardListQuery,
+  type CardPage,
+  type CardRecord,
+  type CardRequest,
+  type CardStatus,
+  type SessionTokens,
+} from '../src/index.js';
 
 /**
  * The client's types are copies of the gateway's schemas (the client must not import the
@@ -17,6 +27,12 @@ describe("the client's types match the gateway's schemas", () => {
     expectTypeOf<CardRequest>().toEqualTypeOf<Static<typeof CardRequestSchema>>();
     expectTypeOf<Card>().toEqualTypeOf<Static<typeof CardResponseSchema>>();
     expectTypeOf<CardStatus>().toEqualTypeOf<Static<typeof CardStatusSchema>>();
+  });
+
+  it('CardRecord, CardPage and CardListQuery are exactly the lifecycle schemas (read, list, status change)', () => {
+    expectTypeOf<CardRecord>().toEqualTypeOf<Static<typeof CardRecordSchema>>();
+    expectTypeOf<CardPage>().toEqualTypeOf<Static<typeof CardPageSchema>>();
+    expectTypeOf<CardListQuery>().toEqualTypeOf<Static<typeof CardListQuerySchema>>();
   });
 
   it("SessionTokens is login's answer with the ID token optional (refresh answers none)", () => {

@@ -117,7 +117,7 @@ credentials:
     username: sandbox-demo
     passwordHash: "$hash"
     issuingAccount: acct-sbx-eu-001
-    permissions: [cards:create, cards:reveal]
+    permissions: [cards:create, cards:reveal, cards:read, cards:update]
     addressRanges: []
     active: true
 EOF

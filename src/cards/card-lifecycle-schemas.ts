@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CARD_STATUSES, type CardStatus } from '../foundation/card-status.js';
-import { CardResponseSchema, ISO_UTC_TIMESTAMP, type CardResponse } from './card-schemas.js';
+import { CARD_EXAMPLE, CardResponseSchema, ISO_UTC_TIMESTAMP, type CardResponse } from './card-schemas.js';
 
 /**
  * The schemas of reading, listing and changing cards (D43-D45): they validate the requests and
@@ -86,16 +86,7 @@ export const CardPageSchema = Type.Object(
 export type CardPage = Static<typeof CardPageSchema>;
 
 const RECORD_EXAMPLE: CardRecord = {
-  cardId: 'card_9bee88cd3ba8d8d0016ecfa0',
-  pan: '************5291',
-  cvc: '***',
-  expMonth: 11,
-  expYear: 2027,
-  status: 'active',
-  requestedCardLimit: 10000,
-  cardLimit: 10500,
-  currency: 'EUR',
-  createdAt: '2026-11-23T21:13:33.318Z',
+  ...CARD_EXAMPLE,
   requestId: '0b8e2d3c-5f4a-4c1e-9a7b-2f6d8e1c3a5b',
   metadata: { card_name: 'Trip to Lisbon' },
 } satisfies CardResponse & { requestId: string; metadata: Record<string, string> };

@@ -84,7 +84,8 @@ export const CardResponseSchema = Type.Object(
 );
 export type CardResponse = Static<typeof CardResponseSchema>;
 
-const CARD_EXAMPLE: CardResponse = {
+/** The card every OpenAPI example shows (creation, read, list). */
+export const CARD_EXAMPLE: CardResponse = {
   cardId: 'card_9bee88cd3ba8d8d0016ecfa0',
   pan: '************5291',
   cvc: '***',

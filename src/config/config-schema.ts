@@ -1,45 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { CardRecordKey, Listener, Millis, Port, PositiveInt, Secret, Window } from './schema-primitives.js';
+import { StoreSchema } from './store-schema.js';
 
-/**
- * A secret is never written in a committed file: the config names where it lives, either a
- * file (`{ file: /run/secrets/x }`, relative paths from the config file's folder) or an
- * environment variable (`{ env: NAME }`).
- */
-const secretRefMembers = {
-  file: Type.Optional(Type.String({ minLength: 1 })),
-  env: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
-};
-/** A secret reference; `description` says what the secret is (the configuration reference prints it). */
-const Secret = (description: string) => Type.Object(secretRefMembers, { additionalProperties: false, minProperties: 1, maxProperties: 1, description });
-export const SecretRefSchema = Secret('a secret: `{ file: PATH }` or `{ env: VARIABLE }`');
-export type SecretRef = Static<typeof SecretRefSchema>;
-
-const Port = Type.Integer({ minimum: 0, maximum: 65535, description: 'port to listen on' });
-const CardRecordKey = (description: string) =>
-  Type.Object(
-    {
-      kid: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'key id written into every record the key seals (D37)' }),
-      key: Secret('32 bytes, written as 64 hex digits or base64'),
-    },
-    { additionalProperties: false, description },
-  );
-/** A Redis node or sentinel as `host:port` (IPv6 in brackets). */
-const RedisNode = Type.String({ pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]/]+):[0-9]{1,5}$', description: 'host:port' });
-const Listener = (description: string) =>
-  Type.Object({ host: Type.String({ minLength: 1, description: 'address to listen on' }), port: Port }, { additionalProperties: false, description });
-const PositiveInt = (options: { maximum?: number; default?: number; description?: string } = {}) => Type.Integer({ minimum: 1, ...options });
-const Millis = (minimum: number, maximum: number, value: number, description: string) => Type.Integer({ minimum, maximum, default: value, description });
-const Window = (points: number, windowSeconds: number, description: string) =>
-  Type.Object(
-    {
-      points: PositiveInt({ default: points, description: 'requests allowed per window' }),
-      windowSeconds: PositiveInt({
-        default: windowSeconds,
-        description: 'length of the window; windows are fixed, so a burst across an edge can see twice the limit',
-      }),
-    },
-    { additionalProperties: false, default: {}, description },
-  );
+export { SecretRefSchema, type SecretRef } from './schema-primitives.js';
 
 export const ConfigFileSchema = Type.Object(
   {
@@ -113,59 +76,7 @@ export const ConfigFileSchema = Type.Object(
       minItems: 1,
       description: 'client CIDRs, IPv4 and IPv6 (D10); IPv4 entries must be four-part decimal; IPv4-mapped IPv6 clients are matched as IPv4',
     }),
-    store: Type.Object(
-      {
-        kind: Type.Union([Type.Literal('memory'), Type.Literal('redis')], { description: '`memory` (one process only) or `redis` (shared by every replica)' }),
-        // D35: exactly one of url, sentinel or cluster (checked by the loader, one clear line).
-        redis: Type.Optional(
-          Type.Object(
-            {
-              url: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'one server, `redis://` or `rediss://` (TLS)' })),
-              sentinel: Type.Optional(
-                Type.Object(
-                  {
-                    masterName: Type.String({ minLength: 1, description: 'the master group the sentinels watch' }),
-                    nodes: Type.Array(RedisNode, { minItems: 1, description: 'the sentinels to ask for the master' }),
-                    password: Type.Optional(Secret('only when the sentinels require a password of their own')),
-                  },
-                  { additionalProperties: false, description: 'a master with replicas, promoted by Redis Sentinel when it fails' },
-                ),
-              ),
-              cluster: Type.Optional(
-                Type.Object(
-                  { nodes: Type.Array(RedisNode, { minItems: 1, description: 'any reachable nodes; the rest is discovered' }) },
-                  { additionalProperties: false, description: 'Redis Cluster: high availability and sharding; `keyPrefix` must not contain `{` or `}`' },
-                ),
-              ),
-              password: Type.Optional(Secret('the Redis password; production needs one, read from a `{ file }` (D50)')),
-              tls: Type.Optional(
-                Type.Object(
-                  {
-                    ca: Type.Optional(Secret("the CA to trust instead of the system's")),
-                    servername: Type.Optional(Type.String({ minLength: 1, description: 'the name to check the certificates against' })),
-                  },
-                  { additionalProperties: false, description: 'TLS to every Redis node and sentinel (a `rediss://` url turns it on by itself)' },
-                ),
-              ),
-              keyPrefix: Type.String({ minLength: 1, description: "namespace of this environment's keys, e.g. `cig:production:` (D8)" }),
-              commandTimeoutMs: PositiveInt({ maximum: 5000, default: 300, description: 'every command fails after this; no offline queue (D23)' }),
-              connectTimeoutMs: PositiveInt({ maximum: 10000, default: 500, description: 'a connection attempt fails after this (D23)' }),
-              replicasToAck: Type.Integer({
-                minimum: 0,
-                maximum: 5,
-                default: 0,
-                description: "replicas that must acknowledge a card's idempotency record (`WAIT`) before the client is answered",
-              }),
-            },
-            {
-              additionalProperties: false,
-              description: 'required when `kind` is `redis`: exactly one of `url`, `sentinel` or `cluster` (D35); the other settings apply to all three',
-            },
-          ),
-        ),
-      },
-      { additionalProperties: false, description: 'where the shared state lives (refresh-token families, idempotency records, rate-limit counters, lockouts)' },
-    ),
+    store: StoreSchema,
     connector: Type.Object(
       {
         url: Type.String({ pattern: '^https?://[^/?#]+/?$', description: 'base URL of the processor-connector (no path)' }),

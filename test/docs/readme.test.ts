@@ -14,12 +14,6 @@ const readme = read('README.md');
 const scripts = new Set(Object.keys((JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts));
 /** npm's own commands, and the lifecycle scripts it runs by a short name. */
 const NPM_COMMANDS = new Set(['install', 'ci', 'pack', 'start', 'test']);
-/**
- * Named in the README's testing section and defined by the testing part of issue 18, which is
- * merged separately: allowed until package.json has it (then this list must be emptied).
- */
-const PENDING_SCRIPTS = new Set(['check:deploy']);
-
 const manualPages = (folder: string): string[] =>
   readdirSync(join(ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory() ? manualPages(`${folder}/${entry.name}`) : entry.name.endsWith('.md') ? [`${folder}/${entry.name}`] : [],
@@ -41,12 +35,10 @@ describe('the README, the front door', () => {
     for (const path of ['README.md', ...DOCS]) {
       for (const script of npmScripts(read(path))) {
         if (NPM_COMMANDS.has(script) || scripts.has(script)) continue;
-        if (PENDING_SCRIPTS.has(script)) continue;
         problems.push(`${path}: npm run ${script} is not a script of package.json`);
       }
     }
     expect(problems).toEqual([]);
-    for (const pending of PENDING_SCRIPTS) expect(scripts.has(pending), `${pending} is in package.json now: drop it from PENDING_SCRIPTS`).toBe(false);
   });
 
   it('keeps the two commands and the first card', () => {

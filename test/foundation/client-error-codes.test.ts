@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { retryableAnswer } from '../../client/src/answer.js';
 import { GATEWAY_RETRY_ADVICE } from '../../client/src/error-codes.js';
 import { GATEWAY_ERROR_CODES, RETRYABLE_STATUSES } from '../../client/src/index.js';
 import { CLIENT_ERROR_CODES_PATH, renderClientErrorCodes } from '../../src/foundation/client-error-codes.js';
@@ -33,8 +34,11 @@ describe("the client's error-code table (client/src/error-codes.ts)", () => {
     for (const code of ALL_ERROR_CODES) expect(GATEWAY_RETRY_ADVICE[code], code).toBe(ERROR_CATALOGUE[code].retry);
   });
 
-  it("agrees with the client's retry policy: a status it retries is one whose codes the catalogue calls retryable", () => {
-    for (const code of ALL_ERROR_CODES) expect(RETRYABLE_STATUSES.has(ERROR_CODES[code]), code).toBe(isRetryable(code));
+  it("agrees with the client's retry policy: the client repeats exactly the codes the catalogue calls retryable", () => {
+    for (const code of ALL_ERROR_CODES) expect(retryableAnswer(ERROR_CODES[code], code), code).toBe(isRetryable(code));
+    // The status alone is not enough: a 409 is retried unless its code is final.
+    expect(RETRYABLE_STATUSES.has(ERROR_CODES.card_canceled)).toBe(true);
+    expect(retryableAnswer(ERROR_CODES.card_canceled, 'card_canceled')).toBe(false);
   });
 
   it('leaves client/src free of imports from outside client/ (the client has no build dependency on the gateway)', () => {

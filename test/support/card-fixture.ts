@@ -7,7 +7,7 @@ import { startSandboxConnector, type RunningSandboxConnector, type SandboxMode, 
 import type { GatewayStore } from '../../src/store/store-types.js';
 import { RELAXED_LIMITS } from './auth-requests.js';
 import { expectEnvelopeBasics } from './envelope.js';
-import { createTestGateway, login, type RawConfig, type TestGateway } from './gateway-fixture.js';
+import { createTestGateway, login, type RawConfig, type TestCredential, type TestGateway } from './gateway-fixture.js';
 
 /**
  * Card-creation tests (spec 4.4, D13-D19): a real sandbox connector listening on a free port,
@@ -135,6 +135,8 @@ export interface CardFixtureOptions {
   /** Point the gateway at this URL instead of the connector (a dead port). */
   connectorUrl?: string;
   overrides?: RawConfig;
+  /** The gateway's credentials; default DEFAULT_CREDENTIALS. */
+  credentials?: TestCredential[];
 }
 
 /** Starts a sandbox connector (unless given one) and a gateway that forwards to it. */
@@ -145,6 +147,7 @@ export async function startCardFixture(options: CardFixtureOptions = {}): Promis
     const gw = await createTestGateway({
       ...(options.store && { store: options.store }),
       ...(options.clock && { clock: options.clock }),
+      ...(options.credentials && { credentials: options.credentials }),
       overrides: {
         rateLimits: RELAXED_LIMITS,
         connector: { url: options.connectorUrl ?? connector.url, timeoutMs: options.connectorTimeoutMs ?? 2000 },

@@ -1,6 +1,7 @@
 import { listenGateway, type RunningGateway } from '../../../src/server.js';
 import { connectorStats, setConnectorMode, startCardFixture, type CardFixture, type CardFixtureOptions } from '../../../test/support/card-fixture.js';
 import { PASSWORD, testCertificatePem, testKeys, type TestGateway } from '../../../test/support/gateway-fixture.js';
+import { LIFECYCLE_CREDENTIALS } from '../../../test/support/lifecycle-fixture.js';
 import { CardGatewayClient, type CardGatewayClientOptions, type CreateCardInput, type RetryEvent } from '../../src/index.js';
 
 /**
@@ -36,8 +37,12 @@ export interface RealGateway {
   close(): Promise<void>;
 }
 
+/**
+ * The test fixture's credentials plus the card lifecycle's (`life`: every card permission in
+ * acct-eu, `reader`: cards:read only, `life-uk`: another issuing account).
+ */
 export async function startRealGateway(options: CardFixtureOptions = {}): Promise<RealGateway> {
-  const fixture = await startCardFixture(options);
+  const fixture = await startCardFixture({ credentials: LIFECYCLE_CREDENTIALS, ...options });
   const { gw } = fixture;
   const running = await listenGateway(gw.gateway, { https: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } });
   const ca = await testCertificatePem();
@@ -98,10 +103,16 @@ export { PASSWORD };
 
 /**
  * The environment a program run as its own process reads (the README's example and the package
- * check): this gateway's address and certificate file, and the `full` credential.
+ * check): this gateway's address and certificate file, and a credential (default `full`).
  */
-export async function programEnvironment(g: RealGateway): Promise<NodeJS.ProcessEnv> {
-  return { ...process.env, GATEWAY_URL: g.running.httpsUrl, GATEWAY_CA_FILE: (await testKeys()).tlsCert, GATEWAY_USERNAME: 'full', GATEWAY_PASSWORD: PASSWORD };
+export async function programEnvironment(g: RealGateway, username = 'full'): Promise<NodeJS.ProcessEnv> {
+  return {
+    ...process.env,
+    GATEWAY_URL: g.running.httpsUrl,
+    GATEWAY_CA_FILE: (await testKeys()).tlsCert,
+    GATEWAY_USERNAME: username,
+    GATEWAY_PASSWORD: PASSWORD,
+  };
 }
 
 /** A valid card for the `acct-eu` credentials, without a requestId (the client makes one). */
