@@ -13,16 +13,17 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { createServer as createNetServer } from 'node:net';
 import { cpus, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import selfsigned from 'selfsigned';
 import { stringify } from 'yaml';
 import { scanStrictJson, type SchemaNode } from '../src/edge/strict-json.js';
 import { CardRequestSchema } from '../src/cards/card-schemas.js';
 import { hashPassword } from '../src/foundation/password-hash.js';
+import { localhostCertificate } from '../tools/launch/certificate.js';
+import { parseJsonLine, readLines, untilJsonLine } from '../tools/launch/json-lines.js';
+import { freePort } from '../tools/launch/ports.js';
+import { killRedisServer, startLoopbackRedis } from '../tools/launch/redis-server.js';
 import { BODY_SHAPES, hostileBody } from './hostile-bodies.js';
 import type { AttackOptions } from './attack.js';
 import type { LoadOptions, LoadResult } from './load.js';
@@ -72,15 +73,13 @@ async function startServer(cpu: number, args: string[], nodeFlags: string[] = []
   const child = spawn(command, commandArgs, { stdio: ['pipe', 'pipe', 'inherit'], cwd: root });
   const stats: Server['stats'] = [];
   const cpuWaiters: ((micros: number) => void)[] = [];
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`server ${args[0]} exited with ${code}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const message = JSON.parse(line) as { ready?: boolean; url?: string; stats?: Server['stats'][number]; cpu?: { user: number; system: number } };
-      if (message.ready && message.url) resolve(message.url);
-      if (message.stats) stats.push(message.stats);
-      if (message.cpu) cpuWaiters.shift()?.(message.cpu.user + message.cpu.system);
-    });
+  readLines(child.stdout!, (text) => {
+    const message = parseJsonLine(text) as { stats?: Server['stats'][number]; cpu?: { user: number; system: number } } | undefined;
+    if (message?.stats) stats.push(message.stats);
+    if (message?.cpu) cpuWaiters.shift()?.(message.cpu.user + message.cpu.system);
   });
+  const ready = await untilJsonLine(child, `server ${args[0]} to say it is ready`, (line) => line['ready'] === true && typeof line['url'] === 'string');
+  const url = String(ready['url']);
   return {
     child,
     url,
@@ -285,22 +284,9 @@ async function seedCards(url: string, token: string, ca: Buffer, count: number):
 }
 
 async function prepare(dir: string, connectorUrl: string, redisUrl: string, clusterNodes: readonly string[]): Promise<void> {
-  const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    extensions: [
-      {
-        name: 'subjectAltName',
-        altNames: [
-          { type: 2, value: 'localhost' },
-          { type: 7, ip: '127.0.0.1' },
-        ],
-      },
-    ],
-  });
+  const pems = await localhostCertificate();
   writeFileSync(join(dir, 'tls.crt'), pems.cert);
-  writeFileSync(join(dir, 'tls.key'), pems.private);
+  writeFileSync(join(dir, 'tls.key'), pems.key);
   writeFileSync(join(dir, 'signing.key'), generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }));
   writeFileSync(join(dir, 'card.key'), randomBytes(32).toString('base64'));
   // One hash serves every benchmark credential (same password): 1 + AUTH_USERS credentials,
@@ -357,17 +343,6 @@ async function prepare(dir: string, connectorUrl: string, redisUrl: string, clus
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
 /** Store commands across several nodes (a Cluster's masters): the sum of their INFO commandstats. */
 class NodeGroup {
   constructor(readonly clients: Redis[]) {}
@@ -389,40 +364,11 @@ class NodeGroup {
 async function startCluster(): Promise<{ nodes: string[]; group: NodeGroup; stop(): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-cluster-'));
   const ports = [await freePort(), await freePort(), await freePort()];
-  const children = ports.map((port) =>
-    spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        join(dir, `nodes-${port}.conf`),
-        '--dir',
-        dir,
-      ],
-      { stdio: 'ignore' },
-    ),
+  const servers = await Promise.all(
+    ports.map((port) => startLoopbackRedis(port, ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir])),
   );
-  const clients = ports.map((port) => new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 }));
-  for (const client of clients) {
-    client.on('error', () => undefined);
-    for (let attempt = 0; attempt < 100; attempt += 1) {
-      try {
-        await client.connect();
-        break;
-      } catch {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    }
-  }
+  const clients = ports.map((port) => connectedClient(`redis://127.0.0.1:${port}`));
+  await Promise.all(clients.map((client) => client.connect()));
   const nodes = ports.map((port) => `127.0.0.1:${port}`);
   execFileSync('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-yes'], { stdio: 'ignore' });
   for (let attempt = 0; attempt < 100; attempt += 1) {
@@ -435,7 +381,7 @@ async function startCluster(): Promise<{ nodes: string[]; group: NodeGroup; stop
     group: new NodeGroup(clients),
     stop: () => {
       for (const client of clients) client.disconnect();
-      for (const child of children) child.kill('SIGKILL');
+      for (const { child } of servers) void killRedisServer(child);
     },
   };
 }
@@ -443,27 +389,26 @@ async function startCluster(): Promise<{ nodes: string[]; group: NodeGroup; stop
 /** A redis-server of the benchmark's own: nothing else runs commands on it, so its counts are the gateway's. */
 async function startRedis(): Promise<{ url: string; client: Redis; stop(): void }> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const { child } = await startLoopbackRedis(port);
   const url = `redis://127.0.0.1:${port}`;
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
-  client.on('error', () => undefined);
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    try {
-      await client.connect();
-      break;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+  const client = connectedClient(url);
+  await client.connect();
   await client.ping();
   return {
     url,
     client,
     stop: () => {
       client.disconnect();
-      child.kill('SIGKILL');
+      void killRedisServer(child);
     },
   };
+}
+
+/** A connection for counting commands on a server that already answers PING (the launcher waited for it). */
+function connectedClient(url: string): Redis {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+  client.on('error', () => undefined);
+  return client;
 }
 
 interface ScenarioResult extends Measured {

@@ -59,6 +59,8 @@ export interface GatewayDependencies {
   metrics?: GatewayMetrics;
   /** The connector port; by default an undici client for `config.connector`, closed with the admin server. */
   connector?: ConnectorClient;
+  /** The password hash gate; by default one built from `config.passwordHashing`. */
+  hashGate?: PasswordHashGate;
   /** Lets a test add routes to the public or the protected scope before the app is ready. */
   extend?: { public?: (scope: FastifyInstance) => void; protected?: (scope: FastifyInstance) => void };
 }
@@ -121,7 +123,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     settings: config,
     outcomes,
     revocations,
-    hashGate: new PasswordHashGate(config.passwordHashing.maxConcurrent, config.passwordHashing.maxConcurrentPerAddress),
+    hashGate: deps.hashGate ?? new PasswordHashGate(config.passwordHashing.maxConcurrent, config.passwordHashing.maxConcurrentPerAddress),
     dummyHash: await createDummyHash(),
   });
   // The card use cases, each built once on the same ports.

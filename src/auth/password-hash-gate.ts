@@ -6,6 +6,7 @@
  */
 export class PasswordHashGate {
   #inFlight = 0;
+  #admitted = 0;
   readonly #perSource = new Map<string, number>();
 
   constructor(
@@ -13,11 +14,20 @@ export class PasswordHashGate {
     private readonly maxPerSource: number,
   ) {}
 
+  /**
+   * Hashes admitted since the gate was built: every password check passes here exactly once, so
+   * this is how many ran (tests count it instead of timing logins).
+   */
+  get admitted(): number {
+    return this.#admitted;
+  }
+
   /** A release function when a hash may start now for `source`, else undefined. */
   tryAcquire(source: string): (() => void) | undefined {
     const held = this.#perSource.get(source) ?? 0;
     if (this.#inFlight >= this.max || held >= this.maxPerSource) return undefined;
     this.#inFlight += 1;
+    this.#admitted += 1;
     this.#perSource.set(source, held + 1);
     let released = false;
     return () => {

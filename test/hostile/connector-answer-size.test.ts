@@ -19,9 +19,8 @@ import { adminGet, expectCodedError, INSIDER, listenCardGateway, metricSum, type
  */
 
 const CAP = 4096;
-/** Far above any legitimate wait in this test: a 504 or a slow 502 means the cap did not act. */
+/** Far above any legitimate wait in this test: a 504 means the cap did not act. */
 const CONNECTOR_TIMEOUT_MS = 8000;
-const FAST_MS = 3000;
 
 type Answer = { kind: 'padded'; bytes: number } | { kind: 'stalled'; declared: number; sent: number };
 
@@ -133,19 +132,16 @@ describe(`connector answers are capped at connector.maxAnswerBytes (${CAP} here)
 
     const stalled = await createCard();
     expectCodedError(stalled, 502, 'connector_invalid_answer', 'Card processor error');
-    expect(stalled.ms, 'the cap acts when it is passed, not at the connector deadline').toBeLessThan(FAST_MS);
+    // The cap acted when it was passed: at the connector deadline the answer would be a 504.
     expect(connector.forwards).toHaveLength(forwardsBefore + 1);
-    const aborted = await Promise.race([
-      connector.forwards[forwardsBefore]!.abortedByGateway,
-      new Promise<'still open'>((resolve) => setTimeout(() => resolve('still open'), FAST_MS)),
-    ]);
-    expect(aborted, 'the connector saw the gateway close the unfinished answer').toBe(true);
+    // The stalled answer never finishes by itself: only the gateway closing it settles this.
+    expect(await connector.forwards[forwardsBefore]!.abortedByGateway, 'the connector saw the gateway close the unfinished answer').toBe(true);
     expect(await invalidAnswers()).toBe(before + 1);
 
     // The single pooled connection is free: the next card goes straight through.
     connector.next = { kind: 'padded', bytes: 512 };
     const next = await createCard();
+    // A pinned connection would hold it in the queue until the deadline: a 504, not a 201.
     expect(next.status, next.body).toBe(201);
-    expect(next.ms).toBeLessThan(FAST_MS);
   });
 });

@@ -40,21 +40,21 @@ export function topologySuites<T extends ReplicatedTopology>(name: T['kind'], st
 }
 
 /**
- * A test measuring card record writes at each replicasToAck setting: every record acknowledged,
- * and the last (highest) setting within 5 ms of the first on average (on loopback a replica
- * acknowledges within a round trip).
+ * A test measuring card record writes at each replicasToAck setting: every record acknowledged
+ * (a count). What it costs in milliseconds is reported, never asserted: a busy machine slows
+ * every setting, and the figure belongs with the benchmark's.
  */
 export function replicasToAckCostTest(title: string, topology: () => ReplicatedTopology, settings: number[]): void {
-  it(
-    title,
-    async () => {
-      const figures = await measureRecordWrites(topology(), settings);
-      console.info(
-        `[${topology().kind}] card record write, ms (mean / p99 over ${figures[0]!.count}): ${figures.map((f) => `replicasToAck ${f.replicasToAck}: ${f.meanMs.toFixed(2)} / ${f.p99Ms.toFixed(2)}`).join('; ')}`,
-      );
-      for (const figure of figures) expect(figure.unacknowledged).toBe(0);
-      expect(figures.at(-1)!.meanMs - figures[0]!.meanMs).toBeLessThan(5);
-    },
-    60_000,
-  );
+  it(title, async () => {
+    const figures = await measureRecordWrites(topology(), settings);
+    console.info(
+      `[${topology().kind}] card record write, ms (mean / p99 over ${figures[0]!.count}): ${figures.map((f) => `replicasToAck ${f.replicasToAck}: ${f.meanMs.toFixed(2)} / ${f.p99Ms.toFixed(2)}`).join('; ')}`,
+    );
+    for (const figure of figures)
+      expect({ replicasToAck: figure.replicasToAck, count: figure.count, unacknowledged: figure.unacknowledged }).toEqual({
+        replicasToAck: figure.replicasToAck,
+        count: 200,
+        unacknowledged: 0,
+      });
+  });
 }

@@ -34,6 +34,8 @@ export interface TestGatewayOptions {
   extend?: GatewayDependencies['extend'];
   /** The connector port (an in-memory one); by default the undici client for the config's connector URL. */
   connector?: GatewayDependencies['connector'];
+  /** The password hash gate, to count the hashes logins ran (`admitted`). */
+  hashGate?: GatewayDependencies['hashGate'];
 }
 
 export async function createTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -50,6 +52,7 @@ export async function createTestGateway(options: TestGatewayOptions = {}): Promi
     audit,
     ...(options.extend && { extend: options.extend }),
     ...(options.connector && { connector: options.connector }),
+    ...(options.hashGate && { hashGate: options.hashGate }),
   });
   await gateway.app.ready();
   return {

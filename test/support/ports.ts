@@ -1,13 +1,2 @@
-import { createServer } from 'node:net';
-
-/** A loopback port where nothing listens (it was free a moment ago). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
+/** The loopback port finder shared with the benchmark (tools/launch/). */
+export { freePort } from '../../tools/launch/ports.js';

@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { answersPing } from './redis-ping.js';
+import type { ChildProcess } from 'node:child_process';
+import { killRedisServer, startLoopbackRedis } from '../../tools/launch/redis-server.js';
 import { unusedPort } from './redis.js';
 
 /**
@@ -24,29 +23,7 @@ export interface PrivateRedis {
 }
 
 async function launch(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  await new Promise<void>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('spawn', () => resolve());
-  });
-  const url = `redis://127.0.0.1:${port}`;
-  const deadline = performance.now() + 5_000;
-  while (!(await answersPing(url, 300))) {
-    if (child.exitCode !== null || performance.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`redis-server on port ${port} did not answer within 5 s`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return child;
-}
-
-async function killChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  // SIGKILL also ends a SIGSTOPped process.
-  child.kill('SIGKILL');
-  await exited;
+  return (await startLoopbackRedis(port)).child;
 }
 
 export async function startPrivateRedis(): Promise<PrivateRedis> {
@@ -69,14 +46,14 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       process.kill(pid(), 'SIGCONT');
     },
     async kill() {
-      await killChild(child);
+      await killRedisServer(child);
     },
     async restart() {
-      await killChild(child);
+      await killRedisServer(child);
       child = await launch(port);
     },
     async stop() {
-      await killChild(child);
+      await killRedisServer(child);
     },
   };
 }

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { HANG_GUARD_MS, sleep, waitFor } from './wait.js';
+import { parseJsonLine, readLines, type JsonLine } from '../../tools/launch/json-lines.js';
 
 /**
  * The real entry points as child processes, for every process-level test (operations,
@@ -160,16 +161,10 @@ export interface RunningProcess {
   kill(): Promise<void>;
 }
 
-export type LogLine = Record<string, unknown>;
+export type LogLine = JsonLine;
 
-export function parseLogLine(line: string): LogLine | undefined {
-  try {
-    const value: unknown = JSON.parse(line);
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as LogLine) : undefined;
-  } catch {
-    return undefined;
-  }
-}
+/** A stdout line as the JSON object it logs, or undefined. */
+export const parseLogLine: (line: string) => LogLine | undefined = parseJsonLine;
 
 /** Every process a test started, so that `killAll` in an after hook leaves none behind. */
 const started = new Set<RunningProcess>();
@@ -190,18 +185,14 @@ export function startProcess(command: string, args: readonly string[], options: 
   });
   const lines: string[] = [];
   let out = '';
-  let pending = '';
   let err = '';
   if (options.onStdout) options.onStdout(child.stdout!);
-  else
+  else {
     child.stdout!.on('data', (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      out += text;
-      pending += text;
-      const parts = pending.split('\n');
-      pending = parts.pop() ?? '';
-      lines.push(...parts.filter(Boolean));
+      out += chunk.toString('utf8');
     });
+    readLines(child.stdout!, (line) => lines.push(line));
+  }
   child.stderr!.on('data', (chunk: Buffer) => {
     err += chunk.toString('utf8');
   });

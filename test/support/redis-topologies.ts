@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +8,9 @@ import { expect } from 'vitest';
 import { createStoreClient, type HostPort, type RedisTarget } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { freePort } from './ports.js';
-import { answersPing } from './redis-ping.js';
+import { killRedisServer, startRedisServer } from '../../tools/launch/redis-server.js';
+import { TEST_COMMAND_TIMEOUT_MS } from './redis.js';
+import { HANG_GUARD_MS } from './wait.js';
 
 /**
  * Real Redis topologies for the topology and failover suites: redis-server processes on free
@@ -62,35 +63,15 @@ export class RedisProcess {
   }
 
   async start(): Promise<void> {
-    const child = spawn('redis-server', [...this.args], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.once('error', (error) => reject(new Error(`redis-server could not be started (is it installed?): ${error.message}`)));
-      child.once('spawn', () => resolve());
-    });
+    const { child } = await startRedisServer(this.args, this.url);
     children.add(child);
     child.once('exit', () => children.delete(child));
     this.#child = child;
-    const deadline = performance.now() + 10_000;
-    while (!(await answersPing(this.url, 300))) {
-      if (child.exitCode !== null || performance.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`redis-server on port ${this.port} did not answer within 10 s: ${stderr.trim()}`);
-      }
-      await sleep(50);
-    }
   }
 
   /** SIGKILL: no shutdown, no last words to replicas or clients (a crashed host). */
   async kill(): Promise<void> {
-    const child = this.#child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
+    if (this.#child) await killRedisServer(this.#child);
   }
 
   /** A connection for test assertions and administration (not the store's). */
@@ -531,21 +512,24 @@ export function storeSection(
 }
 
 /**
- * A RedisStore on a topology, fail-fast tuned like production, ready (or an error after 10 s).
+ * A RedisStore on a topology, ready (or an error after the hang guard). Its command deadline is
+ * generous ({@link TEST_COMMAND_TIMEOUT_MS}) so that a busy machine cannot turn a slow answer
+ * into a refusal; a test about the deadline itself passes `commandTimeoutMs` and makes Redis
+ * not answer (SIGSTOP, CLIENT PAUSE), so its outcome does not depend on load.
  * Closing it closes its client; the topology's keys die with the topology.
  */
 export async function openTopologyStore(
   topology: StandaloneTopology | SentinelTopology | ClusterTopology,
   options: { prefix?: string; replicasToAck?: number; commandTimeoutMs?: number } = {},
 ): Promise<RedisStore> {
-  const commandTimeoutMs = options.commandTimeoutMs ?? 300;
-  const client = createStoreClient({ target: targetOf(topology), commandTimeoutMs, connectTimeoutMs: 500 });
+  const commandTimeoutMs = options.commandTimeoutMs ?? TEST_COMMAND_TIMEOUT_MS;
+  const client = createStoreClient({ target: targetOf(topology), commandTimeoutMs, connectTimeoutMs: 5_000 });
   const store = new RedisStore(client, options.prefix ?? `test:${randomUUID().slice(0, 8)}:`, {
     commandTimeoutMs,
     deadlineMs: commandTimeoutMs + 1000,
     replicasToAck: options.replicasToAck ?? 0,
   });
-  const deadline = performance.now() + 10_000;
+  const deadline = performance.now() + HANG_GUARD_MS;
   for (;;) {
     try {
       await store.ping();
@@ -553,7 +537,7 @@ export async function openTopologyStore(
     } catch (error) {
       if (performance.now() > deadline) {
         await store.close();
-        throw new Error(`the ${topology.kind} store did not become ready within 10 s: ${(error as Error).message}`, { cause: error });
+        throw new Error(`hung: the ${topology.kind} store did not become ready within ${HANG_GUARD_MS} ms: ${(error as Error).message}`, { cause: error });
       }
       await sleep(100);
     }

@@ -68,13 +68,20 @@ export interface TestRedisStore {
   cleanup(): Promise<void>;
 }
 
-/** A RedisStore on the shared test Redis, fail-fast tuned like production, namespaced per call. */
+/**
+ * The command deadline of store clients in tests: generous, so that a busy machine makes a
+ * command slower but never a refusal. Tests about the deadline itself set their own and make
+ * Redis not answer (a paused or stopped server), so their outcome does not depend on load.
+ */
+export const TEST_COMMAND_TIMEOUT_MS = 5_000;
+
+/** A RedisStore on the shared test Redis, namespaced per call, with the generous test deadline. */
 export async function createTestRedisStore(label: string): Promise<TestRedisStore> {
   const url = requireRedisUrl();
   const prefix = uniquePrefix(label);
-  const client = createRedisClient({ url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+  const client = createRedisClient({ url, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, connectTimeoutMs: 5_000 });
   client.on('error', () => undefined);
-  const store = new RedisStore(client, prefix);
+  const store = new RedisStore(client, prefix, { commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, deadlineMs: TEST_COMMAND_TIMEOUT_MS + 2_000 });
   if (!(await waitUntilReady(client, 5_000))) {
     client.disconnect();
     throw new Error(`Redis at ${url} did not become ready within 5 s`);

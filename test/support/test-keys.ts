@@ -2,7 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import selfsigned from 'selfsigned';
+import { localhostCertificate } from '../../tools/launch/certificate.js';
 
 export interface TestKeys {
   dir: string;
@@ -22,21 +22,7 @@ export interface TestKeys {
 /** Makes the run's keys and certificate into a new temp folder (global setup, once per run). */
 export async function makeTestKeys(): Promise<TestKeys> {
   const dir = mkdtempSync(join(tmpdir(), 'gw-keys-'));
-  const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    extensions: [
-      {
-        name: 'subjectAltName',
-        altNames: [
-          { type: 2, value: 'localhost' },
-          { type: 7, ip: '127.0.0.1' },
-          { type: 7, ip: '::1' },
-        ],
-      },
-    ],
-  });
+  const pems = await localhostCertificate();
   const write = (name: string, content: string) => {
     const path = join(dir, name);
     writeFileSync(path, content, { mode: 0o600 });
@@ -47,7 +33,7 @@ export async function makeTestKeys(): Promise<TestKeys> {
   return {
     dir,
     tlsCert: write('tls.crt', pems.cert),
-    tlsKey: write('tls.key', pems.private),
+    tlsKey: write('tls.key', pems.key),
     signingKey: write('signing.key', signing.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()),
     otherSigningKey: write('other-signing.key', other.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()),
     otherPublicKey: write('other-signing.pub', other.publicKey.export({ type: 'spki', format: 'pem' }).toString()),
