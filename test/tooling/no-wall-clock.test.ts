@@ -59,33 +59,39 @@ function testSources(dir: string): string[] {
   return found;
 }
 
+/**
+ * The samples are written with `~` for the dot before the matcher, so that no line of this file
+ * reads as a duration assertion to a text search over test/.
+ */
+const sample = (line: string): string => line.replace(')~to', ').to');
+
 describe('no wall-clock assertions in the tests (docs/testing.md)', () => {
   it('recognises a duration assertion and leaves computed values alone', () => {
     for (const line of [
-      'expect(performance.now() - started).toBeLessThan(1500);',
-      'expect(Date.now() - sentAt).toBeGreaterThanOrEqual(70);',
-      "expect(ms, 'a 504 within the deadline').toBeLessThan(TIMEOUT_MS + SLACK_MS);",
-      'expect(login.ms).toBeLessThan(3000);',
-      'expect(tookMs).toBeLessThan(3000);',
-      'expect(median(refused)).toBeLessThan(median(answered));',
-      'expect(figures.at(-1)!.meanMs - figures[0]!.meanMs).toBeLessThan(5);',
-      'expect(elapsed).toBeGreaterThan(900);',
-      'expect(report.resumedMs!).toBeLessThan(15_000);',
-      'expect(freedAfter).toBeLessThan(4_000);',
-      'expect(attackMs).toBeLessThanOrEqual(Math.max(3 * plainMs, 20));',
-    ])
+      'expect(performance.now() - started)~toBeLessThan(1500);',
+      'expect(Date.now() - sentAt)~toBeGreaterThanOrEqual(70);',
+      "expect(ms, 'a 504 within the deadline')~toBeLessThan(TIMEOUT_MS + SLACK_MS);",
+      'expect(login.ms)~toBeLessThan(3000);',
+      'expect(tookMs)~toBeLessThan(3000);',
+      'expect(median(refused))~toBeLessThan(median(answered));',
+      'expect(figures.at(-1)!.meanMs - figures[0]!.meanMs)~toBeLessThan(5);',
+      'expect(elapsed)~toBeGreaterThan(900);',
+      'expect(report.resumedMs!)~toBeLessThan(15_000);',
+      'expect(freedAfter)~toBeLessThan(4_000);',
+      'expect(attackMs)~toBeLessThanOrEqual(Math.max(3 * plainMs, 20));',
+    ].map(sample))
       expect(assertsWallClock(line), line).toBe(true);
     for (const line of [
-      'expect(retry.delayMs).toBeLessThan(5_250);',
-      'expect(refused.resetMs).toBeLessThanOrEqual(60_000);',
-      'expect(ttl).toBeLessThanOrEqual(maxMs);',
-      'expect(envelope.retryAfter).toBeGreaterThanOrEqual(1);',
-      'expect(report.problems.length).toBeLessThanOrEqual(20);',
-      'expect(memoryAfter.dataset - memoryBefore.dataset).toBeLessThan(1024);',
-      'expect(report.work).toBeLessThanOrEqual(WORK_PER_CHAR * text.length);',
-      "expect(value('gateway_store_command_duration_seconds_count', { operation })).toBeGreaterThan(0);",
-      'expect(performance.now() - started).toBe(0);',
-    ])
+      'expect(retry.delayMs)~toBeLessThan(5_250);',
+      'expect(refused.resetMs)~toBeLessThanOrEqual(60_000);',
+      'expect(ttl)~toBeLessThanOrEqual(maxMs);',
+      'expect(envelope.retryAfter)~toBeGreaterThanOrEqual(1);',
+      'expect(report.problems.length)~toBeLessThanOrEqual(20);',
+      'expect(memoryAfter.dataset - memoryBefore.dataset)~toBeLessThan(1024);',
+      'expect(report.work)~toBeLessThanOrEqual(WORK_PER_CHAR * text.length);',
+      "expect(value('gateway_store_command_duration_seconds_count', { operation }))~toBeGreaterThan(0);",
+      'expect(performance.now() - started)~toBe(0);',
+    ].map(sample))
       expect(assertsWallClock(line), line).toBe(false);
   });
 
