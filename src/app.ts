@@ -231,7 +231,10 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   app.addHook('onClose', async () => {
     const pending = pendingRecords.size;
     if (!(await pendingRecords.drain(recordDrainGuardMs(config.store)))) {
-      logger.warn({ pending, left: pendingRecords.size }, 'shutdown: card idempotency records not written in time; a retry of their requestId gets the same card from the connector');
+      logger.warn(
+        { pending, left: pendingRecords.size },
+        'shutdown: card idempotency records not written in time; a retry of their requestId gets the same card from the connector',
+      );
     }
     unobserveStore();
     revocations.close();

@@ -205,12 +205,14 @@ export class CardClaims<R extends ClaimRequest> {
       throw error;
     }
     const now = clock.now();
-    const write = store.idempotency.complete(recordKey, { owner, record: issued.record, expiresAt: now + settings.cards.idempotencyTtlSeconds * 1000, now }).catch((error: unknown) => {
-      // The card exists: give it to the client. The store writes the record once it answers
-      // again; a retry before that reaches the connector with the same Idempotency-Key and gets
-      // this card back, so a late record costs no duplicate.
-      outcomes.record({ name: 'card.record_deferred', cardId: issued.record.card.cardId, reason: (error as Error).message }, request.context);
-    });
+    const write = store.idempotency
+      .complete(recordKey, { owner, record: issued.record, expiresAt: now + settings.cards.idempotencyTtlSeconds * 1000, now })
+      .catch((error: unknown) => {
+        // The card exists: give it to the client. The store writes the record once it answers
+        // again; a retry before that reaches the connector with the same Idempotency-Key and gets
+        // this card back, so a late record costs no duplicate.
+        outcomes.record({ name: 'card.record_deferred', cardId: issued.record.card.cardId, reason: (error as Error).message }, request.context);
+      });
     const recorded = pendingRecords.track(recordKey, issued.record, write);
     if (awaitsReplicas(settings.store)) await recorded;
     return { issued, recorded };

@@ -91,7 +91,17 @@ beforeEach(() => {
   const sealer = new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
   const cursors = new CardCursorSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
   harness = {
-    createCard: cardCreation({ store, clock, connector, outcomes, sealer, cursors, live: new LiveSettings(config), pendingRecords: new PendingRecords(), settings: config }),
+    createCard: cardCreation({
+      store,
+      clock,
+      connector,
+      outcomes,
+      sealer,
+      cursors,
+      live: new LiveSettings(config),
+      pendingRecords: new PendingRecords(),
+      settings: config,
+    }),
     connector,
     store,
     outcomes: () => record.mock.calls.map(([outcome]) => outcome),
