@@ -14,6 +14,7 @@ import { CardCursorSealer } from './cards/card-cursor.js';
 import { cardStatusChanging } from './cards/change-card-status.js';
 import { cardCreation } from './cards/create-card.js';
 import { cardListing } from './cards/list-cards.js';
+import { PendingRecords } from './cards/pending-records.js';
 import { cardReading } from './cards/read-card.js';
 import { LiveSettings } from './config/live-settings.js';
 import type { GatewayConfig } from './config/config-types.js';
@@ -89,6 +90,13 @@ export interface Gateway {
 }
 
 /**
+ * How long a shutdown waits for card records still being written. Each write has the store's
+ * deadline (twice the command timeout with replica acknowledgements); this only bounds a store
+ * that breaks that promise.
+ */
+const recordDrainGuardMs = (store: GatewayConfig['store']): number => (store.kind === 'redis' ? 2 * store.commandTimeoutMs : 0) + 1000;
+
+/**
  * Builds the gateway from a config and injected ports; never listens. The use cases
  * (sessions, cards) are built here once, on the ports (store, connector, outcome recorder), and
  * the routes only translate HTTP to them.
@@ -127,6 +135,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     dummyHash: await createDummyHash(),
   });
   // The card use cases, each built once on the same ports.
+  const pendingRecords = new PendingRecords();
   const cards: CardPorts = {
     store,
     clock,
@@ -135,6 +144,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     sealer: new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys),
     cursors: new CardCursorSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys),
     live,
+    pendingRecords,
     settings: config,
   };
   const createCard = cardCreation(cards);
@@ -216,7 +226,16 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
 
   // Store metrics (up, topology, master changes) and one log line per change of the store's state or master.
   const unobserveStore = observeStore(deps.store, { registry: metrics.registry, logger });
+  // Fastify runs this once in-flight requests are answered; the store is closed after the app,
+  // so the card records answered ahead of their write reach it first.
   app.addHook('onClose', async () => {
+    const pending = pendingRecords.size;
+    if (!(await pendingRecords.drain(recordDrainGuardMs(config.store)))) {
+      logger.warn(
+        { pending, left: pendingRecords.size },
+        'shutdown: card idempotency records not written in time; a retry of their requestId gets the same card from the connector',
+      );
+    }
     unobserveStore();
     revocations.close();
   });

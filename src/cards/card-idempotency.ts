@@ -7,6 +7,7 @@ import { errors } from '../foundation/errors.js';
 import type { Outcomes, RequestContext } from '../observability/outcomes.js';
 import type { ClaimAttempt, GatewayStore, StoredCard } from '../store/store-types.js';
 import type { CardSecrets } from './card-sealing.js';
+import type { PendingRecords } from './pending-records.js';
 
 /**
  * The one spelling of a requestId (a UUID, whose letters compare case-insensitively): the
@@ -45,7 +46,11 @@ export type Forward<R extends ClaimRequest> = (request: R, previous: ClaimAttemp
 type ClaimSettings = {
   connector: Pick<GatewayConfig['connector'], 'timeoutMs'>;
   cards: Pick<GatewayConfig['cards'], 'maxWaitersPerKey' | 'idempotencyTtlSeconds'>;
+  store: GatewayConfig['store'];
 };
+
+/** What forwarding under a claim came to, and the record's write when the answer does not wait for it. */
+type Owned = { issued: IssuedCard; recorded: Promise<void> | undefined };
 
 /**
  * Claim owners: unique across replicas (a random process id) and within the process (a
@@ -90,7 +95,7 @@ export class CardClaims<R extends ClaimRequest> {
   readonly #waiters = new Map<string, number>();
 
   constructor(
-    private readonly deps: { store: GatewayStore; clock: Clock; outcomes: Outcomes; settings: ClaimSettings },
+    private readonly deps: { store: GatewayStore; clock: Clock; outcomes: Outcomes; settings: ClaimSettings; pendingRecords: PendingRecords },
     private readonly forward: Forward<R>,
   ) {}
 
@@ -104,30 +109,35 @@ export class CardClaims<R extends ClaimRequest> {
     // Nobody may be waiting: a failure must not become an unhandled rejection.
     shared.catch(() => undefined);
     this.#resolving.set(recordKey, shared);
+    let recorded: Promise<void> | undefined;
     try {
-      const issued = await this.#claim(request);
-      settle.resolve(issued.record);
-      return issued;
+      const owned = await this.#claim(request);
+      recorded = owned.recorded;
+      settle.resolve(owned.issued.record);
+      return owned.issued;
     } catch (error) {
       settle.reject(error);
       throw error;
     } finally {
-      this.#resolving.delete(recordKey);
+      // While the record is on its way to the store, a duplicate in this process is answered
+      // from memory: claiming would find the key still held and poll for it.
+      if (recorded) void recorded.then(() => this.#resolving.delete(recordKey));
+      else this.#resolving.delete(recordKey);
     }
   }
 
   /** Claims the key and forwards, or waits for the replica that holds the claim. */
-  async #claim(request: R): Promise<IssuedCard> {
+  async #claim(request: R): Promise<Owned> {
     const { store, clock, settings } = this.deps;
     const { recordKey, attempt } = request;
     const waitUntil = performance.now() + settings.connector.timeoutMs + 1000;
     for (;;) {
       const owner = nextOwner();
       const reservation = await store.idempotency.reserve(recordKey, { owner, now: clock.now(), leaseMs: settings.connector.timeoutMs + 5000, attempt });
-      if (reservation.state === 'completed') return replayOf(reservation.record, attempt);
+      if (reservation.state === 'completed') return { issued: replayOf(reservation.record, attempt), recorded: undefined };
       if (reservation.state === 'reserved') return this.#own(request, owner, reservation.previous);
       const outcome = await this.#waitForOtherReplica(recordKey, waitUntil);
-      if (outcome.state === 'completed') return replayOf(outcome.record, attempt);
+      if (outcome.state === 'completed') return { issued: replayOf(outcome.record, attempt), recorded: undefined };
       if (outcome.state === 'timeout') throw errors.idempotencyInProgress(Math.max(1, (outcome.leaseExpiresAt - clock.now()) / 1000));
       // Released or lapsed: claim it again.
     }
@@ -168,9 +178,17 @@ export class CardClaims<R extends ClaimRequest> {
     }
   }
 
-  /** Forwards under the claim this process holds, and keeps the answer (or frees the key for a retry). */
-  async #own(request: R, owner: string, previous: ClaimAttempt | undefined): Promise<IssuedCard> {
-    const { store, clock, settings, outcomes } = this.deps;
+  /**
+   * Forwards under the claim this process holds, and keeps the answer (or frees the key for a
+   * retry). The card is answered before the store acknowledges its record (issue 20): a record
+   * that fails to land is already answered the same way (`card.record_deferred`), so waiting
+   * bought no guarantee, only a round trip. Duplicates meanwhile are answered from memory in this
+   * process and wait for the record on other replicas, as for any claim in flight. Only
+   * `store.redis.replicasToAck` keeps the wait: the operator asked for the record on replicas
+   * before the client is answered (D35).
+   */
+  async #own(request: R, owner: string, previous: ClaimAttempt | undefined): Promise<Owned> {
+    const { store, clock, settings, outcomes, pendingRecords } = this.deps;
     const { recordKey } = request;
     let issued: IssuedCard;
     try {
@@ -187,14 +205,18 @@ export class CardClaims<R extends ClaimRequest> {
       throw error;
     }
     const now = clock.now();
-    try {
-      await store.idempotency.complete(recordKey, { owner, record: issued.record, expiresAt: now + settings.cards.idempotencyTtlSeconds * 1000, now });
-    } catch (error) {
-      // The card exists: give it to the client. The store writes the record once it answers
-      // again; a retry before that reaches the connector with the same Idempotency-Key and gets
-      // this card back, so a late record costs no duplicate.
-      outcomes.record({ name: 'card.record_deferred', cardId: issued.record.card.cardId, reason: (error as Error).message }, request.context);
-    }
-    return issued;
+    const write = store.idempotency
+      .complete(recordKey, { owner, record: issued.record, expiresAt: now + settings.cards.idempotencyTtlSeconds * 1000, now })
+      .catch((error: unknown) => {
+        // The card exists: give it to the client. The store writes the record once it answers
+        // again; a retry before that reaches the connector with the same Idempotency-Key and gets
+        // this card back, so a late record costs no duplicate.
+        outcomes.record({ name: 'card.record_deferred', cardId: issued.record.card.cardId, reason: (error as Error).message }, request.context);
+      });
+    const recorded = pendingRecords.track(recordKey, issued.record, write);
+    if (awaitsReplicas(settings.store)) await recorded;
+    return { issued, recorded };
   }
 }
+
+const awaitsReplicas = (store: GatewayConfig['store']): boolean => store.kind === 'redis' && store.replicasToAck > 0;

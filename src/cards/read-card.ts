@@ -32,11 +32,17 @@ export type ReadCard = (input: ReadCardInput) => Promise<CardRecord>;
  * (D31). The gateway keeps no card data longer than that on purpose (docs/decisions.md).
  */
 export function cardReading(ports: CardPorts): ReadCard {
-  const { connector, outcomes, store, clock } = ports;
+  const { connector, outcomes, store, clock, pendingRecords } = ports;
 
-  /** The creating credential, from creation's record if it is still kept and is this card's. */
+  /**
+   * The creating credential, from creation's record if it is still kept and is this card's.
+   * A card is answered before its record is stored: a record still on its way from this
+   * process is read from memory, so the creator's reveal right after creation is not refused.
+   */
   async function creatorOf(record: ConnectorCardRecord): Promise<string> {
     const key = connectorIdempotencyKey(record.issuingAccount, canonicalRequestId(record.requestId));
+    const pending = pendingRecords.recordOf(key);
+    if (pending?.card.cardId === record.cardId) return pending.creator;
     const seen = await store.idempotency.peek(key, clock.now());
     return seen.state === 'completed' && seen.record.card.cardId === record.cardId ? seen.record.creator : UNKNOWN_CREATOR;
   }

@@ -13,6 +13,7 @@ import { GatewayError, type ErrorCode } from '../../src/foundation/errors.js';
 import { MemoryAuditSink } from '../../src/observability/audit.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { OutcomeRecorder, type Outcome } from '../../src/observability/outcomes.js';
+import { PendingRecords } from '../../src/cards/pending-records.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { LogCapture, testConfig } from '../support/config-fixture.js';
 
@@ -90,7 +91,17 @@ beforeEach(() => {
   const sealer = new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
   const cursors = new CardCursorSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
   harness = {
-    createCard: cardCreation({ store, clock, connector, outcomes, sealer, cursors, live: new LiveSettings(config), settings: config }),
+    createCard: cardCreation({
+      store,
+      clock,
+      connector,
+      outcomes,
+      sealer,
+      cursors,
+      live: new LiveSettings(config),
+      pendingRecords: new PendingRecords(),
+      settings: config,
+    }),
     connector,
     store,
     outcomes: () => record.mock.calls.map(([outcome]) => outcome),

@@ -7,6 +7,8 @@ import type { GatewayStore, Limiter, LimiterOptions } from '../../src/store/stor
  */
 export class CountingStore implements GatewayStore {
   readonly calls = new Map<string, number>();
+  /** Calls made through the port whose promise has not settled yet (a write still under way after its answer). */
+  inFlight = 0;
   readonly sessions: GatewayStore['sessions'];
   readonly idempotency: GatewayStore['idempotency'];
   readonly lockouts: GatewayStore['lockouts'];
@@ -40,7 +42,13 @@ export class CountingStore implements GatewayStore {
         const method = value as (...args: unknown[]) => unknown;
         return (...args: unknown[]): unknown => {
           this.#count(`${part}.${String(property)}`);
-          return method.apply(object, args);
+          const answer = method.apply(object, args);
+          if (answer instanceof Promise) {
+            this.inFlight += 1;
+            const settled = () => (this.inFlight -= 1);
+            answer.then(settled, settled);
+          }
+          return answer;
         };
       },
     });

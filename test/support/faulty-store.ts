@@ -10,13 +10,35 @@ import {
 /**
  * A real store whose parts can be made to fail on demand: `unavailable` rejects as an outage of
  * the shared store does (StoreUnavailableError), `broken` with an unexpected error (a bug, which
- * the gateway must answer as a bare 500). Faults are read at call time.
+ * the gateway must answer as a bare 500). Faults are read at call time. One method can also be
+ * held (`hold`): its calls wait until the test releases them, then reach the real store or fail.
  */
 export type StoreFault = 'unavailable' | 'broken' | undefined;
 export type StorePart = 'sessions' | 'idempotency' | 'lockouts' | 'limiter';
 
+/** Calls of one store method kept waiting by the test: a state to assert on, not a race. */
+export interface HeldCalls {
+  /** Calls that arrived and wait now. */
+  readonly waiting: number;
+  /** Calls that reached the real store after the release and were answered by it, in order. */
+  readonly done: number;
+  /** Resolves once `count` calls wait. */
+  whenWaiting(count: number): Promise<void>;
+  /** Lets the waiting calls (and later ones) through, or fails them with `failure`. */
+  release(failure?: Error): void;
+}
+
+type HoldState = {
+  waiting: number;
+  done: number;
+  gate: Promise<Error | undefined>;
+  open(failure: Error | undefined): void;
+  watchers: { count: number; resolve(): void }[];
+};
+
 export class FaultyStore implements GatewayStore {
   readonly faults: Partial<Record<StorePart, StoreFault>> = {};
+  readonly #holds = new Map<string, HoldState>();
   readonly sessions: GatewayStore['sessions'];
   readonly idempotency: GatewayStore['idempotency'];
   readonly lockouts: GatewayStore['lockouts'];
@@ -40,6 +62,35 @@ export class FaultyStore implements GatewayStore {
     }
   }
 
+  /** Holds every call of `part.method` (e.g. `idempotency`, `complete`) from now until released. */
+  hold(part: StorePart, method: string): HeldCalls {
+    let open!: (failure: Error | undefined) => void;
+    const gate = new Promise<Error | undefined>((resolve) => (open = resolve));
+    const state: HoldState = { waiting: 0, done: 0, gate, open, watchers: [] };
+    this.#holds.set(`${part}.${method}`, state);
+    return {
+      get waiting() {
+        return state.waiting;
+      },
+      get done() {
+        return state.done;
+      },
+      whenWaiting: (count) => (state.waiting >= count ? Promise.resolve() : new Promise<void>((resolve) => state.watchers.push({ count, resolve }))),
+      release: (failure) => state.open(failure),
+    };
+  }
+
+  async #held(state: HoldState, call: () => unknown): Promise<unknown> {
+    state.waiting += 1;
+    for (const watcher of state.watchers.filter((w) => state.waiting >= w.count)) watcher.resolve();
+    const failure = await state.gate;
+    state.waiting -= 1;
+    if (failure) throw failure;
+    const answer = await call();
+    state.done += 1;
+    return answer;
+  }
+
   #failure(part: StorePart): Error | undefined {
     const fault = this.faults[part];
     if (fault === 'unavailable') return new StoreUnavailableError(new Error('injected outage'));
@@ -55,7 +106,9 @@ export class FaultyStore implements GatewayStore {
         const method = value as (...args: unknown[]) => unknown;
         return (...args: unknown[]): unknown => {
           const failure = this.#failure(part);
-          return failure ? Promise.reject(failure) : method.apply(object, args);
+          if (failure) return Promise.reject(failure);
+          const held = this.#holds.get(`${part}.${String(property)}`);
+          return held ? this.#held(held, () => method.apply(object, args)) : method.apply(object, args);
         };
       },
     });
