@@ -1,3 +1,5 @@
+import { verifyPassword, type ParsedHash } from '../foundation/password-hash.js';
+
 /**
  * Bounds concurrent password hashing (D27). scrypt runs on libuv's thread pool (4 threads by
  * default); more hashes than that only queue, and a flood of logins would then make every
@@ -15,19 +17,29 @@ export class PasswordHashGate {
   ) {}
 
   /**
-   * Hashes admitted since the gate was built: every password check passes here exactly once, so
-   * this is how many ran (tests count it instead of timing logins).
+   * Password hashes run since the gate was built. The gate runs each one itself (`tryVerify`), so
+   * a login that skipped its hash (an unknown username without the dummy hash) is not counted:
+   * tests count this instead of timing logins.
    */
   get admitted(): number {
     return this.#admitted;
   }
 
-  /** A release function when a hash may start now for `source`, else undefined. */
-  tryAcquire(source: string): (() => void) | undefined {
+  /**
+   * Verifies `password` against `stored` when a hash may start now for `source`; undefined when
+   * the cap is reached (nothing runs then).
+   */
+  tryVerify(source: string, password: string, stored: ParsedHash): Promise<boolean> | undefined {
+    const release = this.#tryAcquire(source);
+    if (!release) return undefined;
+    this.#admitted += 1;
+    return verifyPassword(password, stored).finally(release);
+  }
+
+  #tryAcquire(source: string): (() => void) | undefined {
     const held = this.#perSource.get(source) ?? 0;
     if (this.#inFlight >= this.max || held >= this.maxPerSource) return undefined;
     this.#inFlight += 1;
-    this.#admitted += 1;
     this.#perSource.set(source, held + 1);
     let released = false;
     return () => {

@@ -5,7 +5,7 @@ import type { GatewayConfig } from '../config/config-types.js';
 import { admitsAddress, type Credential } from '../config/credentials-file.js';
 import { addressBucket } from '../foundation/address-ranges.js';
 import { errors, type GatewayError } from '../foundation/errors.js';
-import { verifyPassword, type ParsedHash } from '../foundation/password-hash.js';
+import type { ParsedHash } from '../foundation/password-hash.js';
 import type { Outcomes, RefreshFailure, RequestContext } from '../observability/outcomes.js';
 import type { GatewayStore, RotateResult, SessionBinding } from '../store/store-types.js';
 import { subjectKey } from './auth-rate-limits.js';
@@ -98,18 +98,13 @@ export class SessionService {
       throw error;
     }
 
-    const release = this.deps.hashGate.tryAcquire(addressBucket(input.clientAddress));
-    if (!release) {
+    const started = performance.now();
+    const verifying = this.deps.hashGate.tryVerify(addressBucket(input.clientAddress), input.password, credential?.passwordHash ?? this.deps.dummyHash);
+    if (!verifying) {
       outcomes.record({ name: 'login.busy' }, input);
       throw errors.serverBusy();
     }
-    let passwordMatches: boolean;
-    const started = performance.now();
-    try {
-      passwordMatches = await verifyPassword(input.password, credential?.passwordHash ?? this.deps.dummyHash);
-    } finally {
-      release();
-    }
+    const passwordMatches = await verifying;
     const took = performance.now() - started;
     this.#typicalHashMs = this.#typicalHashMs === 0 ? took : 0.8 * this.#typicalHashMs + 0.2 * took;
     if (!credential) throw await failed('unknown_username');

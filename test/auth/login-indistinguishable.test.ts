@@ -45,9 +45,9 @@ describe('login failures that must look alike', () => {
   });
 
   it('spends one password hash on an unknown username, as on a wrong password and an inactive credential', async () => {
-    // Counted, not timed: the dummy hash is a real scrypt hash, and every password check passes
-    // the hash gate once. Without the dummy hash an unknown username would pass it 0 times. The
-    // time it costs is a figure for the benchmark.
+    // Counted, not timed: the hash gate runs every password check itself, and the dummy hash is
+    // a real scrypt hash. An unknown username that skipped the dummy hash (even one that still
+    // took a slot at the gate) would count 0 here. The time it costs is a figure for the benchmark.
     const hashesOf = async (username: string, password: string): Promise<number> => {
       const before = gate.admitted;
       expect((await postLogin(gw, username, password)).statusCode).toBe(401);

@@ -61,7 +61,7 @@ describe('authentication while the shared store is down (D23)', () => {
 
   const loginSucceeds = async () => (await postLogin(gw, 'full', PASSWORD)).statusCode === 200;
 
-  it('answers 503 within 1.5 s while Redis is paused (SIGSTOP) and recovers by itself after SIGCONT', async () => {
+  it('answers 503 while Redis is paused (SIGSTOP) and recovers by itself after SIGCONT', async () => {
     const session = await login(gw);
     const kept = await login(gw);
     expect(await storeReadiness()).toBe('ok');

@@ -1,11 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
-import { RedisStore } from '../../src/store/redis/redis-store.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
 import { createTestGateway, login, testConfig, type TestGateway } from '../support/gateway-fixture.js';
-import { createTestRedisStore, requireRedisUrl } from '../support/redis.js';
+import { createTestRedisStore, openReplicaStore } from '../support/redis.js';
 import { RELAXED_LIMITS, SECOND, T0, expectUnauthorized, postRefresh, type RefreshAnswer } from '../support/auth-requests.js';
 
 const PARALLEL = 20;
@@ -45,11 +43,8 @@ describe('parallel refreshes of one refresh token', () => {
     closers.push(() => first.cleanup());
     const stores: GatewayStore[] = [first.store];
     while (stores.length < count) {
-      const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
-      client.on('error', () => undefined);
-      const store = new RedisStore(client, first.prefix);
+      const store = await openReplicaStore(first.prefix);
       closers.push(() => store.close());
-      expect(await waitUntilReady(client, 5_000)).toBe(true);
       stores.push(store);
     }
     return stores;

@@ -1,9 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
-import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
-import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { PASSWORD, createTestGateway, login, testConfig, type RawConfig, type TestGateway } from '../support/gateway-fixture.js';
-import { createTestRedisStore, requireRedisUrl, type TestRedisStore } from '../support/redis.js';
+import { createTestRedisStore, openReplicaStore, type TestRedisStore } from '../support/redis.js';
 import {
   SECOND,
   T0,
@@ -31,11 +29,8 @@ describe('two gateway instances on one Redis', () => {
   async function pair(overrides: RawConfig = {}): Promise<{ a: TestGateway; b: TestGateway; clock: ManualClock }> {
     const shared: TestRedisStore = await createTestRedisStore('auth-replicas');
     closers.push(() => shared.cleanup());
-    const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
-    client.on('error', () => undefined);
-    const second = new RedisStore(client, shared.prefix);
+    const second = await openReplicaStore(shared.prefix);
     closers.push(() => second.close());
-    expect(await waitUntilReady(client, 5_000)).toBe(true);
 
     const config = await testConfig(overrides);
     const clock = new ManualClock(T0);

@@ -1,8 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
-import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
-import { RedisStore } from '../../src/store/redis/redis-store.js';
 import {
   HOUR,
   MINUTE,
@@ -29,7 +27,7 @@ import {
   type TestCredential,
   type TestGateway,
 } from '../support/gateway-fixture.js';
-import { createTestRedisStore, requireRedisUrl } from '../support/redis.js';
+import { createTestRedisStore, openReplicaStore } from '../support/redis.js';
 
 /**
  * Issue 16, finding 2 (D41), on real replicas: two gateways, each with its own Redis client (as
@@ -72,10 +70,7 @@ describe('sessions end with their credential, on every replica (D41)', () => {
     const clock = new ManualClock(T0);
     /** A replica as a process would be: its own Redis client, the config of its start. */
     const start = async (credentialsNow: TestCredential[]) => {
-      const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
-      client.on('error', () => undefined);
-      const store = new RedisStore(client, shared.prefix);
-      expect(await waitUntilReady(client, 5_000)).toBe(true);
+      const store = await openReplicaStore(shared.prefix);
       const gw = await createTestGateway({ config: await testConfig(overrides, credentialsNow), clock, store, extend: whoamiRoute });
       let closed = false;
       const stop = async () => {

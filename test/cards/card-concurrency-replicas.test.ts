@@ -1,8 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
-import { createRedisClient } from '../../src/store/redis/redis-client.js';
-import { RedisStore } from '../../src/store/redis/redis-store.js';
 
 import {
   connectorStats,
@@ -14,7 +12,7 @@ import {
   validCardBody,
   type CardFixture,
 } from '../support/card-fixture.js';
-import { createTestRedisStore, requireRedisUrl, type TestRedisStore } from '../support/redis.js';
+import { createTestRedisStore, openReplicaStore, type TestRedisStore } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -41,9 +39,7 @@ async function startReplicas(timeouts: { a: number; b: number }): Promise<Replic
   const shared: TestRedisStore = await createTestRedisStore('card-replicas');
   closers.push(() => shared.cleanup());
   // The second replica's own client and store, on the same Redis and prefix.
-  const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
-  client.on('error', () => undefined);
-  const secondStore = new RedisStore(client, shared.prefix);
+  const secondStore = await openReplicaStore(shared.prefix);
   closers.push(() => secondStore.close());
   const clock = new ManualClock();
   const a = await startCardFixture({ store: shared.store, clock, connector, connectorTimeoutMs: timeouts.a });

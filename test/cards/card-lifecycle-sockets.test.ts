@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
-import { createRedisClient } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { waitFor } from '../support/wait.js';
@@ -10,7 +9,7 @@ import { createTestGateway, testCertificatePem, type TestGateway } from '../supp
 import { LIFECYCLE_CREDENTIALS } from '../support/lifecycle-fixture.js';
 import { freePort } from '../support/ports.js';
 import { builtEntryPoints, startProcess, type RunningProcess } from '../support/process.js';
-import { createTestRedisStore, requireRedisUrl, type TestRedisStore } from '../support/redis.js';
+import { createTestRedisStore, openReplicaStore, type TestRedisStore } from '../support/redis.js';
 import { realRequest, type RealResponse } from '../transport/real-clients.js';
 
 /**
@@ -81,9 +80,7 @@ beforeAll(async () => {
   });
   await waitFor('the sandbox connector process to listen', () => connector.lines.some((line) => line.includes('listening on')));
   shared = await createTestRedisStore('lifecycle-sockets');
-  const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
-  client.on('error', () => undefined);
-  secondStore = new RedisStore(client, shared.prefix);
+  secondStore = await openReplicaStore(shared.prefix);
   const clock = new ManualClock();
   a = await startReplica(shared.store, clock);
   b = await startReplica(secondStore, clock);

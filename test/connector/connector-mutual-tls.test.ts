@@ -38,7 +38,7 @@ describe('forward to a connector that requires mutual TLS', () => {
   });
 
   async function gatewayWith(tls: Record<string, unknown>): Promise<TestGateway> {
-    const gw = await createTestGateway({ overrides: { connector: { url: connector.url, timeoutMs: 2000, tls } } });
+    const gw = await createTestGateway({ overrides: { connector: { url: connector.url, timeoutMs: 30_000, tls } } });
     gateways.push(gw);
     return gw;
   }

@@ -3,12 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
-import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
-import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { T0 } from '../support/auth-requests.js';
 import { CARDS, connectorStats, setConnectorMode, validCardBody, type CardAnswer } from '../support/card-fixture.js';
 import { createTestGateway, PASSWORD, testCertificatePem, testConfig, type TestGateway } from '../support/gateway-fixture.js';
-import { createTestRedisStore, requireRedisUrl, type TestRedisStore } from '../support/redis.js';
+import { createTestRedisStore, openReplicaStore, type TestRedisStore } from '../support/redis.js';
 import { realRequest, type RealResponse } from '../transport/real-clients.js';
 
 /**
@@ -54,11 +52,8 @@ describe('three replicas on one Redis, over real HTTPS', () => {
     for (let index = 0; index < 3; index += 1) {
       let store = shared.store;
       if (index > 0) {
-        const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
-        client.on('error', () => undefined);
-        const own = new RedisStore(client, shared.prefix);
+        const own = await openReplicaStore(shared.prefix);
         closers.push(() => own.close());
-        expect(await waitUntilReady(client, 5_000)).toBe(true);
         store = own;
       }
       const gw = await createTestGateway({ config, clock, store });

@@ -138,7 +138,10 @@ describe('idle and trickling sockets (D25)', () => {
   });
 
   it('closes an idle keep-alive connection of an allowlisted client after keepAliveTimeoutMs, not before', async () => {
-    const { httpsPort } = await start({ ...EDGE, keepAliveTimeoutMs: KEEP_ALIVE_MS });
+    const { httpsPort, gw } = await start({ ...EDGE, keepAliveTimeoutMs: KEEP_ALIVE_MS });
+    // The configured time is the one the listener applies. Without it Node's own default (5 s)
+    // would close the socket well inside the guard below too, so the close alone cannot tell.
+    expect(gw.gateway.app.server.keepAliveTimeout, 'keep-alive time of the TLS listener').toBe(KEEP_ALIVE_MS);
     const socket = await openTls(pool, httpsPort, INSIDER, ca);
     socket.write(GET_JWKS);
     expect((await readResponse(socket)).status).toBe(200);

@@ -147,7 +147,7 @@ describe('with a gateway secret configured (D30)', () => {
     connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true, sharedSecret: SECRET });
     f = await startCardFixture({
       connector,
-      overrides: { rateLimits: RELAXED_LIMITS, connector: { url: connector.url, timeoutMs: 2000, sharedSecret: { file: secretFile } } },
+      overrides: { rateLimits: RELAXED_LIMITS, connector: { url: connector.url, timeoutMs: 30_000, sharedSecret: { file: secretFile } } },
     });
     token = await f.token('full');
   });

@@ -35,7 +35,7 @@ describe('reveal belongs to the creator (D28)', () => {
     }
     // startCardFixture has no credentials option: the same wiring with this credential set.
     const connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
-    const gw = await createTestGateway({ credentials, overrides: { rateLimits: RELAXED_LIMITS, connector: { url: connector.url, timeoutMs: 2000 } } });
+    const gw = await createTestGateway({ credentials, overrides: { rateLimits: RELAXED_LIMITS, connector: { url: connector.url, timeoutMs: 30_000 } } });
     const started: CardFixture = {
       gw,
       connector,

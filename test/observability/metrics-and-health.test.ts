@@ -37,7 +37,7 @@ describe('admin listener: metrics, health and readiness', () => {
 
   /** A gateway whose connector is the running sandbox, unless `connectorUrl` says otherwise. */
   async function start(store?: GatewayStore, connectorUrl = connector.url) {
-    const gw = await createTestGateway({ overrides: { connector: { url: connectorUrl, timeoutMs: 1000 } }, ...(store && { store }) });
+    const gw = await createTestGateway({ overrides: { connector: { url: connectorUrl, timeoutMs: 30_000 } }, ...(store && { store }) });
     const running = await listenGateway(gw.gateway, {
       https: { host: '127.0.0.1', port: 0 },
       admin: { host: '127.0.0.1', port: 0 },

@@ -29,7 +29,7 @@ describe('no secrets in logs or audit', () => {
   beforeAll(async () => {
     connector = await startSandboxConnector({ host: '127.0.0.1', port: 0 });
     gw = await createTestGateway({
-      overrides: { connector: { url: connector.url, timeoutMs: 2000 } },
+      overrides: { connector: { url: connector.url, timeoutMs: 30_000 } },
       extend: {
         protected: (scope) => {
           scope.get('/api/v1/test/boom', async () => {

@@ -79,7 +79,7 @@ describe('the credentials runbook, performed on two replicas (D7, D41)', () => {
     const base: RawConfig = await rawTestConfig({
       trustedProxies: [],
       store: { kind: 'redis', redis: { url: requireRedisUrl(), keyPrefix: prefix } },
-      connector: { url: connector.url, timeoutMs: 2000 },
+      connector: { url: connector.url, timeoutMs: 30_000 },
       rateLimits: { login: { points: 100, windowSeconds: 60 }, refresh: { points: 100, windowSeconds: 60 } },
     });
     // One credentials file, two config files (each replica its own audit file), as one environment's replicas.

@@ -22,7 +22,7 @@ import {
   type RawConfig,
   type TestGateway,
 } from '../support/gateway-fixture.js';
-import { deleteKeysWithPrefix, requireRedisUrl, uniquePrefix } from '../support/redis.js';
+import { deleteKeysWithPrefix, openReplicaStore, requireRedisUrl, TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../support/redis.js';
 import { call, cardBody, gatewayCli, metricSum, postCard, runToExit, scrape, type HttpAnswer } from './support.js';
 
 /**
@@ -140,10 +140,7 @@ class Deployment {
 
   async start(name: ReplicaName, configFile: string): Promise<void> {
     const config = await loadConfig(configFile, {}, { clock: this.clock });
-    const client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 300, connectTimeoutMs: 500 });
-    client.on('error', () => undefined);
-    const store = new RedisStore(client, this.prefix);
-    expect(await waitUntilReady(client, 5_000)).toBe(true);
+    const store = await openReplicaStore(this.prefix);
     const gw = await createTestGateway({ config, clock: this.clock, store });
     const running = await listenGateway(gw.gateway, { https: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } });
     this.replicas.set(name, { gw, running, store });
@@ -252,7 +249,7 @@ class Deployment {
 
   async close(): Promise<void> {
     for (const name of ['a', 'b'] as const) await this.stop(name);
-    const plain = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 1000, connectTimeoutMs: 1000 });
+    const plain = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, connectTimeoutMs: 5_000 });
     plain.on('error', () => undefined);
     try {
       if (await waitUntilReady(plain, 5_000)) await deleteKeysWithPrefix(plain, this.prefix);

@@ -128,7 +128,10 @@ export interface CardFixture {
 export interface CardFixtureOptions {
   store?: GatewayStore;
   clock?: ManualClock;
-  /** Connector timeout of the gateway config; default 2000 ms. */
+  /**
+   * Connector timeout of the gateway config; default {@link FIXTURE_CONNECTOR_TIMEOUT_MS}. A test
+   * about the deadline sets its own and makes the connector hold its answer.
+   */
   connectorTimeoutMs?: number;
   /** Reuse a running connector (replicas); it is then not closed by `close()`. */
   connector?: RunningSandboxConnector;
@@ -138,6 +141,12 @@ export interface CardFixtureOptions {
   /** The gateway's credentials; default DEFAULT_CREDENTIALS. */
   credentials?: TestCredential[];
 }
+
+/**
+ * Generous: a machine busy with other suites makes a card request slower, never a 504 that the
+ * test does not check.
+ */
+export const FIXTURE_CONNECTOR_TIMEOUT_MS = 30_000;
 
 /** Starts a sandbox connector (unless given one) and a gateway that forwards to it. */
 export async function startCardFixture(options: CardFixtureOptions = {}): Promise<CardFixture> {
@@ -150,7 +159,7 @@ export async function startCardFixture(options: CardFixtureOptions = {}): Promis
       ...(options.credentials && { credentials: options.credentials }),
       overrides: {
         rateLimits: RELAXED_LIMITS,
-        connector: { url: options.connectorUrl ?? connector.url, timeoutMs: options.connectorTimeoutMs ?? 2000 },
+        connector: { url: options.connectorUrl ?? connector.url, timeoutMs: options.connectorTimeoutMs ?? FIXTURE_CONNECTOR_TIMEOUT_MS },
         ...options.overrides,
       },
     });

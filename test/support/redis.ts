@@ -75,10 +75,8 @@ export interface TestRedisStore {
  */
 export const TEST_COMMAND_TIMEOUT_MS = 5_000;
 
-/** A RedisStore on the shared test Redis, namespaced per call, with the generous test deadline. */
-export async function createTestRedisStore(label: string): Promise<TestRedisStore> {
-  const url = requireRedisUrl();
-  const prefix = uniquePrefix(label);
+/** A ready client and store on the shared test Redis under `prefix`, with the generous test deadline. */
+async function openStore(url: string, prefix: string): Promise<{ client: Redis; store: RedisStore }> {
   const client = createRedisClient({ url, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, connectTimeoutMs: 5_000 });
   client.on('error', () => undefined);
   const store = new RedisStore(client, prefix, { commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, deadlineMs: TEST_COMMAND_TIMEOUT_MS + 2_000 });
@@ -86,6 +84,23 @@ export async function createTestRedisStore(label: string): Promise<TestRedisStor
     client.disconnect();
     throw new Error(`Redis at ${url} did not become ready within 5 s`);
   }
+  return { client, store };
+}
+
+/**
+ * Another replica's own client and store on the shared test Redis, under the prefix of a store
+ * from createTestRedisStore (whose cleanup deletes the keys), with the same generous deadline.
+ * The caller closes it.
+ */
+export async function openReplicaStore(prefix: string): Promise<RedisStore> {
+  return (await openStore(requireRedisUrl(), prefix)).store;
+}
+
+/** A RedisStore on the shared test Redis, namespaced per call, with the generous test deadline. */
+export async function createTestRedisStore(label: string): Promise<TestRedisStore> {
+  const url = requireRedisUrl();
+  const prefix = uniquePrefix(label);
+  const { client, store } = await openStore(url, prefix);
   return {
     store,
     client,
