@@ -9,7 +9,7 @@
  * per request, both as ratios to the bare proxy, a pass at a fixed moderate rate, a pass on one
  * connection (latency without queueing), and the store commands each request cost.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
@@ -21,7 +21,7 @@ import { scanStrictJson, type SchemaNode } from '../src/edge/strict-json.js';
 import { CardRequestSchema } from '../src/cards/card-schemas.js';
 import { hashPassword } from '../src/foundation/password-hash.js';
 import { localhostCertificate } from '../tools/launch/certificate.js';
-import { parseJsonLine, readLines, untilJsonLine } from '../tools/launch/json-lines.js';
+import { launch, type LaunchedProcess } from '../tools/launch/child-process.js';
 import { freePort } from '../tools/launch/ports.js';
 import { killRedisServer, startLoopbackRedis } from '../tools/launch/redis-server.js';
 import { BODY_SHAPES, hostileBody } from './hostile-bodies.js';
@@ -55,12 +55,11 @@ const pinning = (() => {
   }
 })();
 
-function pinned(cpu: number, args: string[]): [string, string[]] {
-  return pinning ? ['taskset', ['-c', String(cpu), process.execPath, ...args]] : [process.execPath, args];
-}
+/** The words that pin a process to `cpu`, or none where taskset is missing. */
+const pinnedTo = (cpu: number): string[] => (pinning ? ['taskset', '-c', String(cpu)] : []);
 
 interface Server {
-  child: ChildProcess;
+  process: LaunchedProcess;
   url: string;
   stats: { heapUsed: number; rss: number; handles: number }[];
   /** User + system CPU time the server process has used so far, in microseconds. */
@@ -69,32 +68,36 @@ interface Server {
 }
 
 async function startServer(cpu: number, args: string[], nodeFlags: string[] = []): Promise<Server> {
-  const [command, commandArgs] = pinned(cpu, [...nodeFlags, join(distBench, 'serve.js'), ...args]);
-  const child = spawn(command, commandArgs, { stdio: ['pipe', 'pipe', 'inherit'], cwd: root });
+  const server = launch(process.execPath, [...nodeFlags, join(distBench, 'serve.js'), ...args], {
+    prefix: pinnedTo(cpu),
+    cwd: root,
+    stdin: 'pipe',
+    stderr: 'inherit',
+  });
   const stats: Server['stats'] = [];
   const cpuWaiters: ((micros: number) => void)[] = [];
-  readLines(child.stdout!, (text) => {
-    const message = parseJsonLine(text) as { stats?: Server['stats'][number]; cpu?: { user: number; system: number } } | undefined;
-    if (message?.stats) stats.push(message.stats);
-    if (message?.cpu) cpuWaiters.shift()?.(message.cpu.user + message.cpu.system);
+  server.onJsonLine((line) => {
+    const message = line as { stats?: Server['stats'][number]; cpu?: { user: number; system: number } };
+    if (message.stats) stats.push(message.stats);
+    if (message.cpu) cpuWaiters.shift()?.(message.cpu.user + message.cpu.system);
   });
-  const ready = await untilJsonLine(child, `server ${args[0]} to say it is ready`, (line) => line['ready'] === true && typeof line['url'] === 'string');
+  const ready = await server.untilJsonLine((line) => line['ready'] === true && typeof line['url'] === 'string', {
+    guardMs: 120_000,
+    what: `server ${args[0]} to say it is ready`,
+  });
   const url = String(ready['url']);
   return {
-    child,
+    process: server,
     url,
     stats,
     cpuMicros: () =>
       new Promise((resolve) => {
         cpuWaiters.push(resolve);
-        child.stdin!.write('cpu\n');
+        server.child.stdin!.write('cpu\n');
       }),
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    stop: async () => {
+      await server.stop('SIGTERM');
+    },
   };
 }
 
@@ -105,20 +108,16 @@ async function startServer(cpu: number, args: string[], nodeFlags: string[] = []
  * (on the server's core it would slow the gateway by stealing its CPU, which no gateway defence
  * can change, and a real attacker's CPU is not the gateway's).
  */
-function runChild<T>(script: 'load.js' | 'attack.js', options: object, label: string): Promise<T> {
-  const [command, args] = pinned(1, [join(distBench, script), JSON.stringify(options)]);
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    // taskset execs node in the same process: the pid is the attacker's.
-    if (script === 'attack.js' && child.pid !== undefined) setPriority(child.pid, 19);
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => {
-      const last = output.trim().split('\n').pop();
-      if (code !== 0 || !last) return reject(new Error(`${label} exited with ${code}`));
-      resolve(JSON.parse(last) as T);
-    });
-  });
+async function runChild<T>(script: 'load.js' | 'attack.js', options: object, label: string): Promise<T> {
+  const child = launch(process.execPath, [join(distBench, script), JSON.stringify(options)], { prefix: pinnedTo(1), stderr: 'inherit' });
+  // taskset execs node in the same process: the pid is the attacker's.
+  if (script === 'attack.js' && child.pid > 0) setPriority(child.pid, 19);
+  // 'close' comes after stdout is drained: the last line is all there.
+  await child.closed;
+  const { code } = await child.exited;
+  const last = child.stdout().trim().split('\n').pop();
+  if (code !== 0 || !last) throw new Error(`${label} exited with ${code}`);
+  return JSON.parse(last) as T;
 }
 
 const runLoad = (options: LoadOptions) => runChild<LoadResult>('load.js', options, 'load generator');
