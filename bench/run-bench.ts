@@ -167,6 +167,13 @@ interface Measured {
 type Load = Omit<LoadOptions, 'connections' | 'durationSeconds' | 'overallRate'>;
 type RunResult = LoadResult & { cpuUs: number; storeCommands: number | undefined; storeRoundTrips: number | undefined };
 
+type CardScenario = Extract<LoadOptions['scenario'], 'gateway-create' | 'gateway-replay' | 'gateway-read'>;
+
+/** A card load through a gateway at `path`: its token, the bench CA, the partners' addresses. */
+function throughGateway(gateway: Server, token: string, ca: string, scenario: CardScenario, path: string): Load {
+  return { url: `${gateway.url}${path}`, scenario, token, ca, clientAddresses: CLIENT_ADDRESSES };
+}
+
 interface StoreCounts {
   commands: number;
   roundTrips: number;
@@ -480,6 +487,7 @@ async function main(): Promise<void> {
     // passes the connector's own query, the account included, and answers its records unmasked).
     const seeded = await seedCards(gateways.redis.url, tokens.redis, ca, 100);
     const account = 'issuingAccount=acct-bench-eu';
+    const onGateway = (kind: keyof typeof gateways, scenario: CardScenario, path: string) => throughGateway(gateways[kind], tokens[kind], caText, scenario, path);
     const scenarios: Scenario[] = [
       {
         name: 'A-connector-direct',
@@ -499,13 +507,7 @@ async function main(): Promise<void> {
         name: `C-gateway-create-${kind}`,
         description: `full gateway, card creation with a fresh requestId, ${kind === 'cluster' ? 'Redis Cluster (3 masters)' : kind} store`,
         server: gateways[kind],
-        load: {
-          url: `${gateways[kind].url}/api/v1/issuing/cards`,
-          scenario: 'gateway-create' as const,
-          token: tokens[kind],
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway(kind, 'gateway-create', '/api/v1/issuing/cards'),
         shape: standard,
         ...(kind === 'redis' && { redis: redis.client }),
         ...(kind === 'cluster' && { redis: cluster.group }),
@@ -514,13 +516,7 @@ async function main(): Promise<void> {
         name: 'F-gateway-create-redis-under-attack',
         description: `C on Redis while a second process floods logins (random usernames, 1000-character passwords, from 127.0.0.2) and token-shaped 8 KiB URLs (from 127.0.0.3), ${ATTACK_CONCURRENCY} in flight each`,
         server: gateways.redis,
-        load: {
-          url: `${gateways.redis.url}/api/v1/issuing/cards`,
-          scenario: 'gateway-create',
-          token: tokens.redis,
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway('redis', 'gateway-create', '/api/v1/issuing/cards'),
         shape: standard,
         attack: true,
         redis: redis.client,
@@ -529,13 +525,7 @@ async function main(): Promise<void> {
         name: 'D-gateway-replay-redis',
         description: 'idempotent replays of one requestId, Redis store',
         server: gateways.redis,
-        load: {
-          url: `${gateways.redis.url}/api/v1/issuing/cards`,
-          scenario: 'gateway-replay',
-          token: tokens.redis,
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway('redis', 'gateway-replay', '/api/v1/issuing/cards'),
         shape: standard,
         redis: redis.client,
       },
@@ -562,13 +552,7 @@ async function main(): Promise<void> {
         name: 'G-gateway-get-card-redis',
         description: 'GET of one card (masked), full gateway, Redis store',
         server: gateways.redis,
-        load: {
-          url: `${gateways.redis.url}/api/v1/issuing/cards/${seeded[0]}`,
-          scenario: 'gateway-read',
-          token: tokens.redis,
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway('redis', 'gateway-read', `/api/v1/issuing/cards/${seeded[0]}`),
         shape: standard,
         redis: redis.client,
         baseline: 'G-bare-proxy-get-card',
@@ -585,13 +569,7 @@ async function main(): Promise<void> {
         name: 'H-gateway-list-100-redis',
         description: 'GET of a page of 100 cards (masked), full gateway, Redis store',
         server: gateways.redis,
-        load: {
-          url: `${gateways.redis.url}/api/v1/issuing/cards?limit=100`,
-          scenario: 'gateway-read',
-          token: tokens.redis,
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway('redis', 'gateway-read', '/api/v1/issuing/cards?limit=100'),
         shape: standard,
         redis: redis.client,
         baseline: 'H-bare-proxy-list-100',
@@ -781,26 +759,8 @@ async function soak(started: (cpu: number, args: string[]) => Promise<Server>, d
   const seconds = minutes * 60;
   process.stderr.write(`bench: soak for ${seconds} s on the Redis gateway\n`);
   const [create, replay, auth] = await Promise.all([
-    runLoad({
-      url: `${gateway.url}/api/v1/issuing/cards`,
-      scenario: 'gateway-create',
-      token,
-      ca: caText,
-      clientAddresses: CLIENT_ADDRESSES,
-      connections: 8,
-      durationSeconds: seconds,
-      overallRate: 300,
-    }),
-    runLoad({
-      url: `${gateway.url}/api/v1/issuing/cards`,
-      scenario: 'gateway-replay',
-      token,
-      ca: caText,
-      clientAddresses: CLIENT_ADDRESSES,
-      connections: 4,
-      durationSeconds: seconds,
-      overallRate: 100,
-    }),
+    runLoad({ ...throughGateway(gateway, token, caText, 'gateway-create', '/api/v1/issuing/cards'), connections: 8, durationSeconds: seconds, overallRate: 300 }),
+    runLoad({ ...throughGateway(gateway, token, caText, 'gateway-replay', '/api/v1/issuing/cards'), connections: 4, durationSeconds: seconds, overallRate: 100 }),
     runLoad({
       url: gateway.url,
       scenario: 'auth-mix',
