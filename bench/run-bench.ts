@@ -487,7 +487,8 @@ async function main(): Promise<void> {
     // passes the connector's own query, the account included, and answers its records unmasked).
     const seeded = await seedCards(gateways.redis.url, tokens.redis, ca, 100);
     const account = 'issuingAccount=acct-bench-eu';
-    const onGateway = (kind: keyof typeof gateways, scenario: CardScenario, path: string) => throughGateway(gateways[kind], tokens[kind], caText, scenario, path);
+    const onGateway = (kind: keyof typeof gateways, scenario: CardScenario, path: string) =>
+      throughGateway(gateways[kind], tokens[kind], caText, scenario, path);
     const scenarios: Scenario[] = [
       {
         name: 'A-connector-direct',
@@ -759,8 +760,18 @@ async function soak(started: (cpu: number, args: string[]) => Promise<Server>, d
   const seconds = minutes * 60;
   process.stderr.write(`bench: soak for ${seconds} s on the Redis gateway\n`);
   const [create, replay, auth] = await Promise.all([
-    runLoad({ ...throughGateway(gateway, token, caText, 'gateway-create', '/api/v1/issuing/cards'), connections: 8, durationSeconds: seconds, overallRate: 300 }),
-    runLoad({ ...throughGateway(gateway, token, caText, 'gateway-replay', '/api/v1/issuing/cards'), connections: 4, durationSeconds: seconds, overallRate: 100 }),
+    runLoad({
+      ...throughGateway(gateway, token, caText, 'gateway-create', '/api/v1/issuing/cards'),
+      connections: 8,
+      durationSeconds: seconds,
+      overallRate: 300,
+    }),
+    runLoad({
+      ...throughGateway(gateway, token, caText, 'gateway-replay', '/api/v1/issuing/cards'),
+      connections: 4,
+      durationSeconds: seconds,
+      overallRate: 100,
+    }),
     runLoad({
       url: gateway.url,
       scenario: 'auth-mix',

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { expect } from 'vitest';
@@ -160,10 +159,8 @@ export function postCard(
   });
 }
 
-/** A valid card request for `acct-eu` with a fresh requestId. */
-export function cardBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { requestId: randomUUID(), cardLimit: 10_000, currency: 'EUR', ...overrides };
-}
+/** A valid card request for `acct-eu` with a fresh requestId: the in-process card tests' minimal body. */
+export { validCardBody as cardBody } from '../support/card-fixture.js';
 
 /** GET /metrics on the admin listener: 200 and the Prometheus text. */
 export async function scrape(adminUrl: string): Promise<string> {

@@ -1,23 +1,12 @@
-import type { GatewayStore, Limiter, LimiterOptions } from '../../src/store/store-types.js';
+import { InterceptedStore, type InterceptedPart } from './intercepted-store.js';
 
 /**
  * A real store that counts the calls made through its port, by part and method
  * (`idempotency.reserve`, `limiter.consume`, ...): what a request costs the store, whatever the
  * store is. `reset()` starts a new count.
  */
-export class CountingStore implements GatewayStore {
+export class CountingStore extends InterceptedStore {
   readonly calls = new Map<string, number>();
-  readonly sessions: GatewayStore['sessions'];
-  readonly idempotency: GatewayStore['idempotency'];
-  readonly lockouts: GatewayStore['lockouts'];
-  readonly notBefore: GatewayStore['notBefore'];
-
-  constructor(readonly inner: GatewayStore) {
-    this.sessions = this.#counted('sessions', inner.sessions);
-    this.idempotency = this.#counted('idempotency', inner.idempotency);
-    this.lockouts = this.#counted('lockouts', inner.lockouts);
-    this.notBefore = this.#counted('notBefore', inner.notBefore);
-  }
 
   /** The calls counted since the last reset, sorted by name. */
   counted(): Record<string, number> {
@@ -28,47 +17,9 @@ export class CountingStore implements GatewayStore {
     this.calls.clear();
   }
 
-  #count(name: string): void {
+  protected override around(part: InterceptedPart, method: string, call: () => Promise<unknown>): Promise<unknown> {
+    const name = `${part}.${method}`;
     this.calls.set(name, (this.calls.get(name) ?? 0) + 1);
-  }
-
-  #counted<T extends object>(part: string, target: T): T {
-    return new Proxy(target, {
-      get: (object, property, receiver) => {
-        const value: unknown = Reflect.get(object, property, receiver);
-        if (typeof value !== 'function') return value;
-        const method = value as (...args: unknown[]) => unknown;
-        return (...args: unknown[]): unknown => {
-          this.#count(`${part}.${String(property)}`);
-          return method.apply(object, args);
-        };
-      },
-    });
-  }
-
-  createRateLimiter(options: LimiterOptions): Limiter {
-    const limiter = this.inner.createRateLimiter(options);
-    return {
-      consume: (key) => {
-        this.#count('limiter.consume');
-        return limiter.consume(key);
-      },
-    };
-  }
-
-  ping(): Promise<void> {
-    return this.inner.ping();
-  }
-
-  describe(): ReturnType<GatewayStore['describe']> {
-    return this.inner.describe();
-  }
-
-  subscribe(listener: Parameters<GatewayStore['subscribe']>[0]): () => void {
-    return this.inner.subscribe(listener);
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
+    return call();
   }
 }

@@ -165,7 +165,13 @@ export interface StartOptions {
 
 /** `command args...` with stdin closed and stdout and stderr collected. */
 export function startProcess(command: string, args: readonly string[], options: StartOptions = {}): RunningProcess {
-  const { untilJsonLine, exitWithin, stop, onJsonLine: _onJsonLine, ...launched } = launch(command, args, {
+  const {
+    untilJsonLine,
+    exitWithin,
+    stop,
+    onJsonLine: _onJsonLine,
+    ...launched
+  } = launch(command, args, {
     cwd: options.cwd ?? REPO,
     env: { ...process.env, GATEWAY_CONFIG: '', ...options.env },
     ...(options.onStdout && { onStdout: options.onStdout }),

@@ -60,7 +60,7 @@ describe('launch', () => {
     expect(await running.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('runs the command behind a prefix that execs it, so the pid is the command\'s', async () => {
+  it("runs the command behind a prefix that execs it, so the pid is the command's", async () => {
     const [command, args] = node(`console.log(JSON.stringify({ pid: process.pid, marked: process.env.LAUNCH_PREFIX_MARK }));`);
     const running = launch(command, args, { prefix: ['env', 'LAUNCH_PREFIX_MARK=yes'] });
     const line = await running.untilJsonLine((candidate) => 'pid' in candidate, { guardMs: GUARD });
