@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { expect } from 'vitest';
 import { call, type HttpAnswer } from '../hostile/support.js';
@@ -158,6 +158,20 @@ export function postCard(
     timeoutMs: options.timeoutMs ?? 10_000,
   });
 }
+
+/** Files carry this mtime so the file watcher never fires: only SIGHUP reloads, until a test changes it. */
+export const FIXED_MTIME_SECONDS = 1_700_000_000;
+
+/** Replaces `file` at once (a rename, as an operator's deploy does), owner-only, with this mtime. */
+export function replaceFile(file: string, content: string, mtimeSeconds = FIXED_MTIME_SECONDS): void {
+  const temporary = `${file}.next`;
+  writeFileSync(temporary, content, { mode: 0o600 });
+  utimesSync(temporary, mtimeSeconds, mtimeSeconds);
+  renameSync(temporary, file);
+}
+
+/** The log line that ends a reload, applied or refused. */
+export const isReloadOutcome = (line: LogLine) => typeof line['msg'] === 'string' && /^configuration reload(ed| refused)/.test(line['msg']);
 
 /** A valid card request for `acct-eu` with a fresh requestId: the in-process card tests' minimal body. */
 export { validCardBody as cardBody } from '../support/card-fixture.js';
