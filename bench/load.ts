@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
+import { cardRequestBody } from '../tools/card-request-body.js';
 
 export interface LoadOptions {
   url: string;
@@ -46,33 +47,14 @@ export interface LoadResult {
 const options = JSON.parse(process.argv[2] ?? '{}') as LoadOptions;
 const target = new URL(options.url);
 
-// About the size of the perf-notes payload (≈430 bytes) with realistic spending controls.
-const publicBody = (requestId: string) =>
-  JSON.stringify({
-    requestId,
-    cardLimit: 125000,
-    currency: 'EUR',
-    config: {
-      expiryDuration: 12,
-      authorizationWindow: { startDate: '2026-12-01T00:00:00Z', endDate: '2026-12-31T23:59:59Z' },
-      tolerance: { percentage: 5 },
-      cardType: 'VIRTUAL_TRAVEL',
-      maxTransactions: 3,
-      allowedCategories: ['airline', 'hotel'],
-    },
-    metadata: { card_name: 'Trip to Lisbon', file_ref: 'PNR-7XK2Q9', cost_center: 'CC-4410', airline_code: 'TP' },
-  });
+const CARD_LIMIT = 125000;
+const publicBody = (requestId: string) => JSON.stringify(cardRequestBody(requestId, CARD_LIMIT));
 
-const connectorBody = (requestId: string) =>
-  JSON.stringify({
-    requestId,
-    issuingAccount: 'acct-bench-eu',
-    requestedCardLimit: 125000,
-    cardLimit: 131250,
-    currency: 'EUR',
-    config: { expiryDuration: 12, tolerance: { percentage: 5 }, cardType: 'VIRTUAL_TRAVEL', maxTransactions: 3, allowedCategories: ['airline', 'hotel'] },
-    metadata: { card_name: 'Trip to Lisbon', file_ref: 'PNR-7XK2Q9', cost_center: 'CC-4410', airline_code: 'TP' },
-  });
+/** What the gateway forwards for that body (its limit with D15's 5 % tolerance), sent straight to the connector. */
+const connectorBody = (requestId: string) => {
+  const { config, metadata } = cardRequestBody(requestId, CARD_LIMIT);
+  return JSON.stringify({ requestId, issuingAccount: 'acct-bench-eu', requestedCardLimit: CARD_LIMIT, cardLimit: 131250, currency: 'EUR', config, metadata });
+};
 
 const pool = new Pool(target.origin, { connections: options.connections, pipelining: 1, connect: { ...(options.ca && { ca: options.ca }) } });
 const path = `${target.pathname}${target.search}`;

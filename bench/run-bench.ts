@@ -9,7 +9,7 @@
  * per request, both as ratios to the bare proxy, a pass at a fixed moderate rate, a pass on one
  * connection (latency without queueing), and the store commands each request cost.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
@@ -21,7 +21,7 @@ import { scanStrictJson, type SchemaNode } from '../src/edge/strict-json.js';
 import { CardRequestSchema } from '../src/cards/card-schemas.js';
 import { hashPassword } from '../src/foundation/password-hash.js';
 import { localhostCertificate } from '../tools/launch/certificate.js';
-import { parseJsonLine, readLines, untilJsonLine } from '../tools/launch/json-lines.js';
+import { launch, type LaunchedProcess } from '../tools/launch/child-process.js';
 import { freePort } from '../tools/launch/ports.js';
 import { killRedisServer, startLoopbackRedis } from '../tools/launch/redis-server.js';
 import { BODY_SHAPES, hostileBody } from './hostile-bodies.js';
@@ -55,12 +55,11 @@ const pinning = (() => {
   }
 })();
 
-function pinned(cpu: number, args: string[]): [string, string[]] {
-  return pinning ? ['taskset', ['-c', String(cpu), process.execPath, ...args]] : [process.execPath, args];
-}
+/** The words that pin a process to `cpu`, or none where taskset is missing. */
+const pinnedTo = (cpu: number): string[] => (pinning ? ['taskset', '-c', String(cpu)] : []);
 
 interface Server {
-  child: ChildProcess;
+  process: LaunchedProcess;
   url: string;
   stats: { heapUsed: number; rss: number; handles: number }[];
   /** User + system CPU time the server process has used so far, in microseconds. */
@@ -69,32 +68,36 @@ interface Server {
 }
 
 async function startServer(cpu: number, args: string[], nodeFlags: string[] = []): Promise<Server> {
-  const [command, commandArgs] = pinned(cpu, [...nodeFlags, join(distBench, 'serve.js'), ...args]);
-  const child = spawn(command, commandArgs, { stdio: ['pipe', 'pipe', 'inherit'], cwd: root });
+  const server = launch(process.execPath, [...nodeFlags, join(distBench, 'serve.js'), ...args], {
+    prefix: pinnedTo(cpu),
+    cwd: root,
+    stdin: 'pipe',
+    stderr: 'inherit',
+  });
   const stats: Server['stats'] = [];
   const cpuWaiters: ((micros: number) => void)[] = [];
-  readLines(child.stdout!, (text) => {
-    const message = parseJsonLine(text) as { stats?: Server['stats'][number]; cpu?: { user: number; system: number } } | undefined;
-    if (message?.stats) stats.push(message.stats);
-    if (message?.cpu) cpuWaiters.shift()?.(message.cpu.user + message.cpu.system);
+  server.onJsonLine((line) => {
+    const message = line as { stats?: Server['stats'][number]; cpu?: { user: number; system: number } };
+    if (message.stats) stats.push(message.stats);
+    if (message.cpu) cpuWaiters.shift()?.(message.cpu.user + message.cpu.system);
   });
-  const ready = await untilJsonLine(child, `server ${args[0]} to say it is ready`, (line) => line['ready'] === true && typeof line['url'] === 'string');
+  const ready = await server.untilJsonLine((line) => line['ready'] === true && typeof line['url'] === 'string', {
+    guardMs: 120_000,
+    what: `server ${args[0]} to say it is ready`,
+  });
   const url = String(ready['url']);
   return {
-    child,
+    process: server,
     url,
     stats,
     cpuMicros: () =>
       new Promise((resolve) => {
         cpuWaiters.push(resolve);
-        child.stdin!.write('cpu\n');
+        server.child.stdin!.write('cpu\n');
       }),
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    stop: async () => {
+      await server.stop('SIGTERM');
+    },
   };
 }
 
@@ -105,20 +108,16 @@ async function startServer(cpu: number, args: string[], nodeFlags: string[] = []
  * (on the server's core it would slow the gateway by stealing its CPU, which no gateway defence
  * can change, and a real attacker's CPU is not the gateway's).
  */
-function runChild<T>(script: 'load.js' | 'attack.js', options: object, label: string): Promise<T> {
-  const [command, args] = pinned(1, [join(distBench, script), JSON.stringify(options)]);
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    // taskset execs node in the same process: the pid is the attacker's.
-    if (script === 'attack.js' && child.pid !== undefined) setPriority(child.pid, 19);
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => {
-      const last = output.trim().split('\n').pop();
-      if (code !== 0 || !last) return reject(new Error(`${label} exited with ${code}`));
-      resolve(JSON.parse(last) as T);
-    });
-  });
+async function runChild<T>(script: 'load.js' | 'attack.js', options: object, label: string): Promise<T> {
+  const child = launch(process.execPath, [join(distBench, script), JSON.stringify(options)], { prefix: pinnedTo(1), stderr: 'inherit' });
+  // taskset execs node in the same process: the pid is the attacker's.
+  if (script === 'attack.js' && child.pid > 0) setPriority(child.pid, 19);
+  // 'close' comes after stdout is drained: the last line is all there.
+  await child.closed;
+  const { code } = await child.exited;
+  const last = child.stdout().trim().split('\n').pop();
+  if (code !== 0 || !last) throw new Error(`${label} exited with ${code}`);
+  return JSON.parse(last) as T;
 }
 
 const runLoad = (options: LoadOptions) => runChild<LoadResult>('load.js', options, 'load generator');
@@ -167,6 +166,13 @@ interface Measured {
 
 type Load = Omit<LoadOptions, 'connections' | 'durationSeconds' | 'overallRate'>;
 type RunResult = LoadResult & { cpuUs: number; storeCommands: number | undefined; storeRoundTrips: number | undefined };
+
+type CardScenario = Extract<LoadOptions['scenario'], 'gateway-create' | 'gateway-replay' | 'gateway-read'>;
+
+/** A card load through a gateway at `path`: its token, the bench CA, the partners' addresses. */
+function throughGateway(gateway: Server, token: string, ca: string, scenario: CardScenario, path: string): Load {
+  return { url: `${gateway.url}${path}`, scenario, token, ca, clientAddresses: CLIENT_ADDRESSES };
+}
 
 interface StoreCounts {
   commands: number;
@@ -481,6 +487,8 @@ async function main(): Promise<void> {
     // passes the connector's own query, the account included, and answers its records unmasked).
     const seeded = await seedCards(gateways.redis.url, tokens.redis, ca, 100);
     const account = 'issuingAccount=acct-bench-eu';
+    const onGateway = (kind: keyof typeof gateways, scenario: CardScenario, path: string) =>
+      throughGateway(gateways[kind], tokens[kind], caText, scenario, path);
     const scenarios: Scenario[] = [
       {
         name: 'A-connector-direct',
@@ -500,13 +508,7 @@ async function main(): Promise<void> {
         name: `C-gateway-create-${kind}`,
         description: `full gateway, card creation with a fresh requestId, ${kind === 'cluster' ? 'Redis Cluster (3 masters)' : kind} store`,
         server: gateways[kind],
-        load: {
-          url: `${gateways[kind].url}/api/v1/issuing/cards`,
-          scenario: 'gateway-create' as const,
-          token: tokens[kind],
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway(kind, 'gateway-create', '/api/v1/issuing/cards'),
         shape: standard,
         ...(kind === 'redis' && { redis: redis.client }),
         ...(kind === 'cluster' && { redis: cluster.group }),
@@ -515,13 +517,7 @@ async function main(): Promise<void> {
         name: 'F-gateway-create-redis-under-attack',
         description: `C on Redis while a second process floods logins (random usernames, 1000-character passwords, from 127.0.0.2) and token-shaped 8 KiB URLs (from 127.0.0.3), ${ATTACK_CONCURRENCY} in flight each`,
         server: gateways.redis,
-        load: {
-          url: `${gateways.redis.url}/api/v1/issuing/cards`,
-          scenario: 'gateway-create',
-          token: tokens.redis,
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway('redis', 'gateway-create', '/api/v1/issuing/cards'),
         shape: standard,
         attack: true,
         redis: redis.client,
@@ -530,13 +526,7 @@ async function main(): Promise<void> {
         name: 'D-gateway-replay-redis',
         description: 'idempotent replays of one requestId, Redis store',
         server: gateways.redis,
-        load: {
-          url: `${gateways.redis.url}/api/v1/issuing/cards`,
-          scenario: 'gateway-replay',
-          token: tokens.redis,
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway('redis', 'gateway-replay', '/api/v1/issuing/cards'),
         shape: standard,
         redis: redis.client,
       },
@@ -563,13 +553,7 @@ async function main(): Promise<void> {
         name: 'G-gateway-get-card-redis',
         description: 'GET of one card (masked), full gateway, Redis store',
         server: gateways.redis,
-        load: {
-          url: `${gateways.redis.url}/api/v1/issuing/cards/${seeded[0]}`,
-          scenario: 'gateway-read',
-          token: tokens.redis,
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway('redis', 'gateway-read', `/api/v1/issuing/cards/${seeded[0]}`),
         shape: standard,
         redis: redis.client,
         baseline: 'G-bare-proxy-get-card',
@@ -586,13 +570,7 @@ async function main(): Promise<void> {
         name: 'H-gateway-list-100-redis',
         description: 'GET of a page of 100 cards (masked), full gateway, Redis store',
         server: gateways.redis,
-        load: {
-          url: `${gateways.redis.url}/api/v1/issuing/cards?limit=100`,
-          scenario: 'gateway-read',
-          token: tokens.redis,
-          ca: caText,
-          clientAddresses: CLIENT_ADDRESSES,
-        },
+        load: onGateway('redis', 'gateway-read', '/api/v1/issuing/cards?limit=100'),
         shape: standard,
         redis: redis.client,
         baseline: 'H-bare-proxy-list-100',
@@ -783,21 +761,13 @@ async function soak(started: (cpu: number, args: string[]) => Promise<Server>, d
   process.stderr.write(`bench: soak for ${seconds} s on the Redis gateway\n`);
   const [create, replay, auth] = await Promise.all([
     runLoad({
-      url: `${gateway.url}/api/v1/issuing/cards`,
-      scenario: 'gateway-create',
-      token,
-      ca: caText,
-      clientAddresses: CLIENT_ADDRESSES,
+      ...throughGateway(gateway, token, caText, 'gateway-create', '/api/v1/issuing/cards'),
       connections: 8,
       durationSeconds: seconds,
       overallRate: 300,
     }),
     runLoad({
-      url: `${gateway.url}/api/v1/issuing/cards`,
-      scenario: 'gateway-replay',
-      token,
-      ca: caText,
-      clientAddresses: CLIENT_ADDRESSES,
+      ...throughGateway(gateway, token, caText, 'gateway-replay', '/api/v1/issuing/cards'),
       connections: 4,
       durationSeconds: seconds,
       overallRate: 100,

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
+import { builtEntryPoints, killAll, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import { realRequest } from '../transport/real-clients.js';
 import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 import { waitFor } from '../support/wait.js';
@@ -19,17 +19,13 @@ const AT_MOST_0640 = 0o640;
 describe('the audit file (D21, D22)', () => {
   let entry: BuiltEntryPoints;
   let ca: string;
-  const spawned: RunningProcess[] = [];
 
   beforeAll(async () => {
     ca = await testCertificatePem();
     entry = await builtEntryPoints();
   }, 120_000);
   afterEach(async () => {
-    for (const gateway of spawned.splice(0)) {
-      gateway.kill();
-      await gateway.exited;
-    }
+    await killAll();
   });
 
   async function start(): Promise<{ gateway: RunningProcess; https: string; auditFile: string; dir: string }> {
@@ -39,7 +35,6 @@ describe('the audit file (D21, D22)', () => {
 
   async function startWith(file: string, dir: string) {
     const gateway = spawnEntry(entry.mainJs, file);
-    spawned.push(gateway);
     const listening = await gateway.waitForLog((line) => line['msg'] === 'gateway listening');
     return { gateway, https: String(listening['https']), auditFile: join(dir, 'audit', 'audit.jsonl'), dir };
   }

@@ -2,7 +2,7 @@ import { chmodSync, copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/ports.js';
-import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
+import { builtEntryPoints, killAll, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import { ConfigError } from '../../src/config/config-error.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { productionSafeOverrides, rawTestConfig, testKeys, writeTestConfig, type RawConfig } from '../support/gateway-fixture.js';
@@ -59,22 +59,16 @@ const UNSAFE_FIELDS = [
 
 describe('production refuses unsafe settings (D32)', () => {
   let entry: BuiltEntryPoints;
-  const spawned: RunningProcess[] = [];
 
   beforeAll(async () => {
     entry = await builtEntryPoints();
   }, 120_000);
   afterEach(async () => {
-    for (const gateway of spawned.splice(0)) {
-      gateway.kill();
-      await gateway.exited;
-    }
+    await killAll();
   });
 
   function run(file: string): RunningProcess {
-    const gateway = spawnEntry(entry.mainJs, file);
-    spawned.push(gateway);
-    return gateway;
+    return spawnEntry(entry.mainJs, file);
   }
 
   /** Whichever comes first: the exit, or the "gateway listening" line. */
@@ -146,7 +140,6 @@ describe('production refuses unsafe settings (D32)', () => {
       }),
     );
     const gateway = spawnEntry(entry.mainJs, written.file, { env: { REDIS_PASSWORD: 'from-the-environment' } });
-    spawned.push(gateway);
     const result = await outcome(gateway);
     expect(result, `production started with a Redis password from the environment; stderr:\n${gateway.stderr()}`).toEqual({ listening: false, code: 78 });
     expect(gateway.stderr()).toMatch(new RegExp(`${escape(written.file)}: store\\.redis\\.password: is read from the environment variable REDIS_PASSWORD`));

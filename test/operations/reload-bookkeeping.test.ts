@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, copyFileSync, openSync, renameSync, rmSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, openSync, rmSync, utimesSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import selfsigned from 'selfsigned';
 import { stringify } from 'yaml';
@@ -15,26 +15,24 @@ import {
   type RawConfig,
   type WrittenConfig,
 } from '../support/gateway-fixture.js';
-import { builtEntryPoints, call, killAll, signalAndWait, startGateway, type GatewayProcess, type LogLine } from './support.js';
+import {
+  builtEntryPoints,
+  call,
+  FIXED_MTIME_SECONDS,
+  isReloadOutcome,
+  killAll,
+  replaceFile,
+  signalAndWait,
+  startGateway,
+  type GatewayProcess,
+} from './support.js';
+import { sleep } from '../support/wait.js';
 
 /**
  * The reload's bookkeeping on the running process (D22): a certificate and key rotated in place
  * are named as restart-only (their content is compared, not only their path); a new
  * credentialsFile path is watched from then on; a reload triggered while one runs is not lost.
  */
-
-/** Files carry this mtime so the file watcher never fires: only SIGHUP reloads, until a test changes it. */
-const FIXED_MTIME_SECONDS = 1_700_000_000;
-
-function replaceFile(file: string, content: string, mtimeSeconds = FIXED_MTIME_SECONDS): void {
-  const temporary = `${file}.next`;
-  writeFileSync(temporary, content, { mode: 0o600 });
-  utimesSync(temporary, mtimeSeconds, mtimeSeconds);
-  renameSync(temporary, file);
-}
-
-const isReloadOutcome = (line: LogLine) => typeof line['msg'] === 'string' && /^configuration reload(ed| refused)/.test(line['msg']);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('reload bookkeeping of the running gateway', () => {
   let gateway: GatewayProcess;

@@ -1,4 +1,4 @@
-import { renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { rmSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,17 +11,19 @@ import {
   call,
   cardBody,
   connectOutcome,
+  FIXED_MTIME_SECONDS,
+  isReloadOutcome,
   killAll,
   loginOver,
   metricSum,
   occupyPort,
   postCard,
+  replaceFile,
   scrape,
   signalAndWait,
   startGateway,
   waitForAudit,
   type GatewayProcess,
-  type LogLine,
 } from './support.js';
 
 /**
@@ -31,18 +33,6 @@ import {
  * audited (`config.reloaded`, `config.reload_failed`) and counted in
  * `gateway_config_reloads_total{outcome}`.
  */
-
-/** Files carry this mtime so the file watcher never fires: only SIGHUP reloads, until a test changes it. */
-const FIXED_MTIME_SECONDS = 1_700_000_000;
-
-function replaceFile(file: string, content: string, mtimeSeconds = FIXED_MTIME_SECONDS): void {
-  const temporary = `${file}.next`;
-  writeFileSync(temporary, content);
-  utimesSync(temporary, mtimeSeconds, mtimeSeconds);
-  renameSync(temporary, file);
-}
-
-const isReloadOutcome = (line: LogLine) => typeof line['msg'] === 'string' && /^configuration reload(ed| refused)/.test(line['msg']);
 
 describe('reload of the running gateway', () => {
   let connector: RunningSandboxConnector;

@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { expect } from 'vitest';
 import { call, type HttpAnswer } from '../hostile/support.js';
@@ -160,10 +159,22 @@ export function postCard(
   });
 }
 
-/** A valid card request for `acct-eu` with a fresh requestId. */
-export function cardBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { requestId: randomUUID(), cardLimit: 10_000, currency: 'EUR', ...overrides };
+/** Files carry this mtime so the file watcher never fires: only SIGHUP reloads, until a test changes it. */
+export const FIXED_MTIME_SECONDS = 1_700_000_000;
+
+/** Replaces `file` at once (a rename, as an operator's deploy does), owner-only, with this mtime. */
+export function replaceFile(file: string, content: string, mtimeSeconds = FIXED_MTIME_SECONDS): void {
+  const temporary = `${file}.next`;
+  writeFileSync(temporary, content, { mode: 0o600 });
+  utimesSync(temporary, mtimeSeconds, mtimeSeconds);
+  renameSync(temporary, file);
 }
+
+/** The log line that ends a reload, applied or refused. */
+export const isReloadOutcome = (line: LogLine) => typeof line['msg'] === 'string' && /^configuration reload(ed| refused)/.test(line['msg']);
+
+/** A valid card request for `acct-eu` with a fresh requestId: the in-process card tests' minimal body. */
+export { validCardBody as cardBody } from '../support/card-fixture.js';
 
 /** GET /metrics on the admin listener: 200 and the Prometheus text. */
 export async function scrape(adminUrl: string): Promise<string> {

@@ -6,7 +6,7 @@ import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-c
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError, type StoredCard, type TokenRef } from '../../src/store/store-types.js';
 import { createTestRedisStore, keysWithPrefix, readIdempotency, requireRedisUrl, unusedPort, uniquePrefix, type TestRedisStore } from '../support/redis.js';
-import { sampleRecord, storeContract } from './store-contract.js';
+import { everyStoreOperation, sampleRecord, storeContract } from './store-contract.js';
 
 const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
 
@@ -311,35 +311,7 @@ describe('RedisStore: fail fast when Redis is unreachable (D23)', () => {
   });
 
   const token = freshToken();
-  const operations: [string, () => Promise<unknown>][] = [
-    [
-      'sessions.createFamily',
-      () => store.sessions.createFamily({ token, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + DAY, now: T0 }),
-    ],
-    [
-      'sessions.rotate',
-      () =>
-        store.sessions.rotate({
-          token,
-          credentialId: 'c',
-          fingerprint: 'fp',
-          notBefore: 0,
-          newTokenHash: 'h_new',
-          newExpiresAt: T0 + DAY,
-          now: T0,
-          graceMs: GRACE,
-        }),
-    ],
-    ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token, credentialId: 'c', fingerprint: 'fp', notBefore: 0, now: T0, graceMs: GRACE })],
-    ['idempotency.reserve', () => store.idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: 10_000, attempt: ATTEMPT })],
-    ['idempotency.peek', () => store.idempotency.peek('acct-1:req-1', T0)],
-    ['idempotency.complete', () => store.idempotency.complete('acct-1:req-1', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 })],
-    ['idempotency.release', () => store.idempotency.release('acct-1:req-1', { owner: 'gw-1', now: T0, keepUntil: T0 + 1000 })],
-    ['lockouts.recordFailure', () => store.lockouts.recordFailure('alice', { now: T0, maxFailures: 10, lockoutMs: 60_000 })],
-    ['lockouts.lockedUntil', () => store.lockouts.lockedUntil('alice', T0)],
-    ['lockouts.reset', () => store.lockouts.reset('alice')],
-    ['ping', () => store.ping()],
-  ];
+  const operations = everyStoreOperation(() => store, token);
 
   for (const [name, operation] of operations) {
     it(`rejects ${name} with StoreUnavailableError`, async () => {

@@ -33,6 +33,31 @@ export function sampleRecord(overrides: Partial<StoredCard['card']> = {}): Store
 }
 
 /**
+ * One call of every operation of the store's port that reaches Redis, by name, for the tests of
+ * a store that cannot answer (each must reject with StoreUnavailableError). `store` is read at
+ * call time: a test may open a new one before each case.
+ */
+export function everyStoreOperation(store: () => GatewayStore, token: TokenRef): [string, () => Promise<unknown>][] {
+  const binding = { credentialId: 'c', fingerprint: 'fp', notBefore: 0 };
+  return [
+    [
+      'sessions.createFamily',
+      () => store().sessions.createFamily({ token, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + DAY, now: T0 }),
+    ],
+    ['sessions.rotate', () => store().sessions.rotate({ token, ...binding, newTokenHash: 'h_new', newExpiresAt: T0 + DAY, now: T0, graceMs: GRACE })],
+    ['sessions.revokeFamily', () => store().sessions.revokeFamily({ token, ...binding, now: T0, graceMs: GRACE })],
+    ['idempotency.reserve', () => store().idempotency.reserve('acct-1:req-1', { owner: 'gw-1', now: T0, leaseMs: LEASE, attempt: attemptOf('gw-1') })],
+    ['idempotency.peek', () => store().idempotency.peek('acct-1:req-1', T0)],
+    ['idempotency.complete', () => store().idempotency.complete('acct-1:req-1', { owner: 'gw-1', record: sampleRecord(), expiresAt: T0 + DAY, now: T0 })],
+    ['idempotency.release', () => store().idempotency.release('acct-1:req-1', { owner: 'gw-1', now: T0, keepUntil: T0 + 1000 })],
+    ['lockouts.recordFailure', () => store().lockouts.recordFailure('alice', { now: T0, maxFailures: 10, lockoutMs: 60_000 })],
+    ['lockouts.lockedUntil', () => store().lockouts.lockedUntil('alice', T0)],
+    ['lockouts.reset', () => store().lockouts.reset('alice')],
+    ['ping', () => store().ping()],
+  ];
+}
+
+/**
  * The contract every GatewayStore implementation keeps (D3-D6, D11, D11a, D16-D18), run once per
  * implementation. `make` returns a fresh, empty store for each test.
  */

@@ -3,15 +3,13 @@ import { createStoreClient, type RedisTarget } from '../../src/store/redis/redis
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError, type StoreEvent } from '../../src/store/store-types.js';
 import { freePort } from '../support/ports.js';
-import { sampleRecord } from './store-contract.js';
+import { everyStoreOperation } from './store-contract.js';
 
 /**
  * D23 on every topology: with nothing answering (no sentinel, no cluster node), every store
  * operation fails with StoreUnavailableError (a 503), fast, and the store reports itself down
  * once, not once per request.
  */
-const T0 = 1_700_000_000_000;
-const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
 
 for (const topology of ['sentinel', 'cluster'] as const) {
   describe(`${topology} with nothing reachable`, () => {
@@ -33,35 +31,7 @@ for (const topology of ['sentinel', 'cluster'] as const) {
     });
 
     const token = { familyId: 'fam', tokenHash: 'h' };
-    const operations: [string, () => Promise<unknown>][] = [
-      [
-        'sessions.createFamily',
-        () => store.sessions.createFamily({ token, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + 1000, endsAt: T0 + 1000, now: T0 }),
-      ],
-      [
-        'sessions.rotate',
-        () =>
-          store.sessions.rotate({
-            token,
-            credentialId: 'c',
-            fingerprint: 'fp',
-            notBefore: 0,
-            newTokenHash: 'n',
-            newExpiresAt: T0 + 1000,
-            now: T0,
-            graceMs: 1000,
-          }),
-      ],
-      ['sessions.revokeFamily', () => store.sessions.revokeFamily({ token, credentialId: 'c', fingerprint: 'fp', notBefore: 0, now: T0, graceMs: 1000 })],
-      ['idempotency.reserve', () => store.idempotency.reserve('a:r', { owner: 'o', now: T0, leaseMs: 1000, attempt: ATTEMPT })],
-      ['idempotency.peek', () => store.idempotency.peek('a:r', T0)],
-      ['idempotency.complete', () => store.idempotency.complete('a:r', { owner: 'o', record: sampleRecord(), expiresAt: T0 + 1000, now: T0 })],
-      ['idempotency.release', () => store.idempotency.release('a:r', { owner: 'o', now: T0, keepUntil: T0 + 1000 })],
-      ['lockouts.recordFailure', () => store.lockouts.recordFailure('u', { now: T0, maxFailures: 10, lockoutMs: 1000 })],
-      ['lockouts.lockedUntil', () => store.lockouts.lockedUntil('u', T0)],
-      ['lockouts.reset', () => store.lockouts.reset('u')],
-      ['ping', () => store.ping()],
-    ];
+    const operations = everyStoreOperation(() => store, token);
 
     it('rejects every operation with StoreUnavailableError', async () => {
       for (const [name, operation] of operations) {

@@ -5,6 +5,7 @@ import type { CardResponse } from '../../src/cards/card-schemas.js';
 import type { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector, type SandboxMode, type SandboxStats } from '../../src/connector/sandbox/sandbox-connector.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
+import { cardRequestBody } from '../../tools/card-request-body.js';
 import { RELAXED_LIMITS } from './auth-requests.js';
 import { expectEnvelopeBasics } from './envelope.js';
 import { createTestGateway, login, type RawConfig, type TestCredential, type TestGateway } from './gateway-fixture.js';
@@ -34,20 +35,9 @@ export function validCardBody(overrides: Record<string, unknown> = {}): Record<s
   return { requestId: randomUUID(), cardLimit: 10_000, currency: 'EUR', ...overrides };
 }
 
-/** A body that uses every optional member of spec 2.3 within the D14 bounds. */
+/** A body that uses every optional member of spec 2.3 within the D14 bounds (the benchmark's body, at `validCardBody`'s limit). */
 export function fullCardBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return validCardBody({
-    config: {
-      expiryDuration: 12,
-      authorizationWindow: { startDate: '2026-12-01T00:00:00Z', endDate: '2026-12-31T23:59:59.999Z' },
-      tolerance: { percentage: 5 },
-      cardType: 'virtual-debit',
-      maxTransactions: 3,
-      allowedCategories: ['airline', 'hotel'],
-    },
-    metadata: { card_name: 'Trip to Lisbon', file_ref: 'F-1', cost_center: 'CC-9' },
-    ...overrides,
-  });
+  return { ...cardRequestBody(randomUUID(), 10_000), ...overrides };
 }
 
 /** POST /api/v1/issuing/cards as a JSON client; `query` like `revealDetails=true`. */

@@ -1,11 +1,5 @@
-import {
-  StoreUnavailableError,
-  type GatewayStore,
-  type Limiter,
-  type LimiterOptions,
-  type StoreDescription,
-  type StoreEvent,
-} from '../../src/store/store-types.js';
+import { StoreUnavailableError } from '../../src/store/store-types.js';
+import { InterceptedStore, type InterceptedPart } from './intercepted-store.js';
 
 /**
  * A real store whose parts can be made to fail on demand: `unavailable` rejects as an outage of
@@ -36,31 +30,9 @@ type HoldState = {
   watchers: { count: number; resolve(): void }[];
 };
 
-export class FaultyStore implements GatewayStore {
+export class FaultyStore extends InterceptedStore {
   readonly faults: Partial<Record<StorePart, StoreFault>> = {};
   readonly #holds = new Map<string, HoldState>();
-  readonly sessions: GatewayStore['sessions'];
-  readonly idempotency: GatewayStore['idempotency'];
-  readonly lockouts: GatewayStore['lockouts'];
-  readonly notBefore: GatewayStore['notBefore'];
-
-  constructor(readonly inner: GatewayStore) {
-    this.sessions = this.#guard('sessions', inner.sessions);
-    // Credentials' not-before instants (D41) are session state: they fail with the sessions.
-    this.notBefore = this.#guard('sessions', inner.notBefore);
-    this.idempotency = this.#guard('idempotency', inner.idempotency);
-    this.lockouts = this.#guard('lockouts', inner.lockouts);
-  }
-
-  /** Runs `work` with `part` failing as `fault`, then heals it. */
-  async with<T>(part: StorePart, fault: StoreFault, work: () => Promise<T>): Promise<T> {
-    this.faults[part] = fault;
-    try {
-      return await work();
-    } finally {
-      delete this.faults[part];
-    }
-  }
 
   /** Holds every call of `part.method` (e.g. `idempotency`, `complete`) from now until released. */
   hold(part: StorePart, method: string): HeldCalls {
@@ -80,7 +52,25 @@ export class FaultyStore implements GatewayStore {
     };
   }
 
-  async #held(state: HoldState, call: () => unknown): Promise<unknown> {
+  /** Runs `work` with `part` failing as `fault`, then heals it. */
+  async with<T>(part: StorePart, fault: StoreFault, work: () => Promise<T>): Promise<T> {
+    this.faults[part] = fault;
+    try {
+      return await work();
+    } finally {
+      delete this.faults[part];
+    }
+  }
+
+  protected override around(part: InterceptedPart, method: string, call: () => Promise<unknown>): Promise<unknown> {
+    // Credentials' not-before instants (D41) are session state: they fail with the sessions.
+    const failure = this.#failure(part === 'notBefore' ? 'sessions' : part);
+    if (failure) return Promise.reject(failure);
+    const held = this.#holds.get(`${part}.${method}`);
+    return held ? this.#held(held, call) : call();
+  }
+
+  async #held(state: HoldState, call: () => Promise<unknown>): Promise<unknown> {
     state.waiting += 1;
     for (const watcher of state.watchers.filter((w) => state.waiting >= w.count)) watcher.resolve();
     const failure = await state.gate;
@@ -96,47 +86,5 @@ export class FaultyStore implements GatewayStore {
     if (fault === 'unavailable') return new StoreUnavailableError(new Error('injected outage'));
     if (fault === 'broken') return new TypeError('injected store bug');
     return undefined;
-  }
-
-  #guard<T extends object>(part: StorePart, target: T): T {
-    return new Proxy(target, {
-      get: (object, property, receiver) => {
-        const value: unknown = Reflect.get(object, property, receiver);
-        if (typeof value !== 'function') return value;
-        const method = value as (...args: unknown[]) => unknown;
-        return (...args: unknown[]): unknown => {
-          const failure = this.#failure(part);
-          if (failure) return Promise.reject(failure);
-          const held = this.#holds.get(`${part}.${String(property)}`);
-          return held ? this.#held(held, () => method.apply(object, args)) : method.apply(object, args);
-        };
-      },
-    });
-  }
-
-  createRateLimiter(options: LimiterOptions): Limiter {
-    const limiter = this.inner.createRateLimiter(options);
-    return {
-      consume: (key) => {
-        const failure = this.#failure('limiter');
-        return failure ? Promise.reject(failure) : limiter.consume(key);
-      },
-    };
-  }
-
-  ping(): Promise<void> {
-    return this.inner.ping();
-  }
-
-  describe(): StoreDescription {
-    return this.inner.describe();
-  }
-
-  subscribe(listener: (event: StoreEvent) => void): () => void {
-    return this.inner.subscribe(listener);
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }

@@ -5,6 +5,7 @@ import type { GatewayConfig } from '../../src/config/load-config.js';
 import { MemoryAuditSink } from '../../src/observability/audit.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
+import type { SessionTokens } from '../../src/auth/session-service.js';
 import { LogCapture, PASSWORD, testConfig, type RawConfig, type TestCredential } from './config-fixture.js';
 
 /**
@@ -75,14 +76,7 @@ export async function createTestGateway(options: TestGatewayOptions = {}): Promi
 export async function login(gw: TestGateway, username = 'full', password = PASSWORD, headers: Record<string, string> = {}) {
   const response = await gw.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username, password }, headers });
   if (response.statusCode !== 200) throw new Error(`login failed: ${response.statusCode} ${response.body}`);
-  return response.json<{
-    accessToken: string;
-    accessTokenExpiresAt: number;
-    idToken: string;
-    idTokenExpiresAt: number;
-    refreshToken: string;
-    refreshTokenExpiresAt: number;
-  }>();
+  return response.json<SessionTokens>();
 }
 
 /** Every secret-looking value a test has seen, to scan captured output for. */

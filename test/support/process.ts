@@ -1,14 +1,16 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { HANG_GUARD_MS, sleep, waitFor } from './wait.js';
-import { parseJsonLine, readLines, type JsonLine } from '../../tools/launch/json-lines.js';
+import { HANG_GUARD_MS, sleep } from './wait.js';
+import { launch, type Exit, type LaunchedProcess, type LaunchOptions } from '../../tools/launch/child-process.js';
+import { parseJsonLine, type JsonLine } from '../../tools/launch/json-lines.js';
 
 /**
  * The real entry points as child processes, for every process-level test (operations,
  * transport, hostile, config, least-privilege, faults): one cached build of src/ per source
- * digest, and one way to spawn a process, collect its output and wait for its log lines.
+ * digest, and the shared launcher (tools/launch/child-process.ts) with what tests add to it: the
+ * test environment, a hang guard no caller can shorten, and a registry that `killAll` empties.
  */
 
 export const REPO = join(import.meta.dirname, '..', '..');
@@ -43,8 +45,6 @@ function sourceDigest(): string {
 
 /** A wait's limit is a hang guard: never shorter than {@link HANG_GUARD_MS}, whatever a caller asked. */
 const hangGuard = (asked: number | undefined): number => Math.max(asked ?? 0, HANG_GUARD_MS);
-
-class ProcessExited extends Error {}
 
 function compileInto(outDir: string): Promise<string> {
   const tsc = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -134,25 +134,12 @@ export function builtEntryPoints(): Promise<BuiltEntryPoints> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Child processes
+// Child processes: the launcher of tools/launch/ with the tests' defaults and hang guard
 // ---------------------------------------------------------------------------------------------
 
-export interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
+export type { Exit };
 
-export interface RunningProcess {
-  readonly child: ChildProcess;
-  readonly pid: number;
-  /** stdout split in lines, as they arrive. */
-  readonly lines: string[];
-  stdout(): string;
-  stderr(): string;
-  readonly exited: Promise<Exit>;
-  /** After the exit and the end of stdout and stderr (every line read). */
-  readonly closed: Promise<void>;
-  hasExited(): boolean;
+export interface RunningProcess extends Omit<LaunchedProcess, 'untilJsonLine' | 'exitWithin' | 'stop' | 'onJsonLine'> {
   /** The first stdout line (from index `from`) that is JSON and satisfies `match`; `timeoutMs` can only lengthen the hang guard. */
   waitForLog(match: (line: LogLine) => boolean, options?: { from?: number; timeoutMs?: number }): Promise<LogLine>;
   /** Resolves with the exit, or rejects as hung (after `timeoutMs` or the hang guard, whichever is longer). */
@@ -173,86 +160,33 @@ export interface StartOptions {
   env?: Record<string, string | undefined>;
   cwd?: string;
   /** Called with the stdout pipe instead of the line collector (broken-pipe tests): no lines, no stdout text. */
-  onStdout?: (stdout: NonNullable<ChildProcess['stdout']>) => void;
+  onStdout?: LaunchOptions['onStdout'];
 }
 
 /** `command args...` with stdin closed and stdout and stderr collected. */
 export function startProcess(command: string, args: readonly string[], options: StartOptions = {}): RunningProcess {
-  const child = spawn(command, [...args], {
+  const {
+    untilJsonLine,
+    exitWithin,
+    stop,
+    onJsonLine: _onJsonLine,
+    ...launched
+  } = launch(command, args, {
     cwd: options.cwd ?? REPO,
-    stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, GATEWAY_CONFIG: '', ...options.env },
+    ...(options.onStdout && { onStdout: options.onStdout }),
   });
-  const lines: string[] = [];
-  let out = '';
-  let err = '';
-  if (options.onStdout) options.onStdout(child.stdout!);
-  else {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString('utf8');
-    });
-    readLines(child.stdout!, (line) => lines.push(line));
-  }
-  child.stderr!.on('data', (chunk: Buffer) => {
-    err += chunk.toString('utf8');
-  });
-  let done = false;
-  const exited = new Promise<Exit>((resolve) => {
-    child.once('exit', (code, signal) => {
-      done = true;
-      resolve({ code, signal });
-    });
-  });
-  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  const describe = () => `stdout:\n${out.slice(-6000)}\nstderr:\n${err.slice(-3000)}`;
   const running: RunningProcess = {
-    child,
-    pid: child.pid ?? -1,
-    lines,
-    stdout: () => out,
-    stderr: () => err,
-    exited,
-    closed,
-    hasExited: () => done,
-    waitForLog: async (match, { from = 0, timeoutMs } = {}) => {
-      let index = from;
-      let exitedAt: number | undefined;
-      return waitFor(
-        () => `a matching log line; ${describe()}`,
-        () => {
-          for (; index < lines.length; index += 1) {
-            const parsed = parseLogLine(lines[index] ?? '');
-            if (parsed && match(parsed)) return parsed;
-          }
-          if (done) {
-            // The last lines may still be in the pipe: one more look after the exit, then fail.
-            if (exitedAt !== undefined && index >= lines.length) throw new ProcessExited(`the process exited before the awaited log line; ${describe()}`);
-            exitedAt ??= index;
-          }
-          return undefined;
-        },
-        { timeoutMs: hangGuard(timeoutMs), intervalMs: 20, stopOn: (error) => error instanceof ProcessExited },
-      );
-    },
-    exitWithin: async (timeoutMs) => {
-      let timer: NodeJS.Timeout | undefined;
-      const guard = hangGuard(timeoutMs);
-      const timeout = new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new Error(`hung: still running after ${guard} ms; ${describe()}`)), guard);
-      });
-      try {
-        return await Promise.race([exited, timeout]);
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    ...launched,
+    waitForLog: (match, { from, timeoutMs } = {}) =>
+      untilJsonLine(match, { ...(from !== undefined && { from }), guardMs: hangGuard(timeoutMs), what: 'the awaited log line' }),
+    exitWithin: (timeoutMs) => exitWithin(hangGuard(timeoutMs)),
     kill: async () => {
-      if (!done) child.kill('SIGKILL');
-      await exited;
+      await stop('SIGKILL');
     },
   };
   started.add(running);
-  void exited.then(() => started.delete(running));
+  void running.exited.then(() => started.delete(running));
   return running;
 }
 

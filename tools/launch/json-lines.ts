@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 
 /**
@@ -27,28 +26,5 @@ export function readLines(stream: Readable, onLine: (line: string) => void): voi
     const parts = pending.split('\n');
     pending = parts.pop() ?? '';
     for (const part of parts) if (part) onLine(part);
-  });
-}
-
-/**
- * Resolves with the first JSON line of the child's stdout that `match` accepts; rejects when the
- * child exits first, or after `guardMs` (a hang guard, its message naming what was awaited).
- * Lines already read are not seen: call it before the line can come.
- */
-export function untilJsonLine(child: ChildProcess, what: string, match: (line: JsonLine) => boolean, guardMs = 120_000): Promise<JsonLine> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`hung: waited ${guardMs} ms for ${what}`)), guardMs);
-    const exited = (code: number | null) => {
-      clearTimeout(timer);
-      reject(new Error(`${what}: the process exited (${code}) first`));
-    };
-    child.once('exit', exited);
-    readLines(child.stdout!, (text) => {
-      const line = parseJsonLine(text);
-      if (!line || !match(line)) return;
-      clearTimeout(timer);
-      child.off('exit', exited);
-      resolve(line);
-    });
   });
 }
