@@ -142,8 +142,11 @@ describe('the card is answered before its idempotency record is acknowledged (is
     storeB.reset();
     const duplicate = pending(createCard(b.gw, tokenB, body));
     // B found the key claimed and has looked at it again: it waits for the record, and the record is held.
-    await waitFor('replica B to poll the claimed key', () => (storeB.calls.get('idempotency.peek') ?? 0) >= 1);
-    expect(duplicate.answered()).toBe(false);
+    await waitFor('replica B to poll the claimed key (or to answer)', () => (storeB.calls.get('idempotency.peek') ?? 0) >= 1 || duplicate.answered());
+    if (duplicate.answered()) {
+      const early = await duplicate.response;
+      expect.fail(`replica B answered before the record landed: ${early.statusCode} ${early.body} after ${JSON.stringify(storeB.counted())}`);
+    }
     expect(held.waiting).toBe(1);
 
     held.release();
