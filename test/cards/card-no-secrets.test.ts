@@ -4,6 +4,7 @@ import { CardSealer } from '../../src/cards/card-sealing.js';
 import type { StoredCard } from '../../src/store/store-types.js';
 import { createCard, expectCard, setConnectorMode, startCardFixture, validCardBody, type CardAnswer, type CardFixture } from '../support/card-fixture.js';
 import { createTestRedisStore, keysWithPrefix, readIdempotency, type TestRedisStore } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D18/D21: after cards are created, replayed and revealed on Redis, no full PAN or CVC is in
@@ -114,6 +115,13 @@ describe('no plaintext PAN or CVC anywhere the gateway writes (D18, D21)', () =>
   });
 
   it('not in any value under the Redis prefix, where the secrets are kept sealed', async () => {
+    // Cards are answered before their records are acknowledged: read once every record landed.
+    await waitFor('every card record to be written', async () => {
+      const stored = await Promise.all(
+        [...(await storedValues(redis.client, redis.prefix)).keys()].filter((key) => key.includes('idem:')).map((key) => readIdempotency(redis.client, key)),
+      );
+      return stored.filter((record) => record.state === 'completed').length >= requestIds.length;
+    });
     const values = await storedValues(redis.client, redis.prefix);
     expect(values.size).toBeGreaterThanOrEqual(requestIds.length);
     for (const [key, value] of values) expectFreeOfCardSecrets(value, `redis ${key}`);

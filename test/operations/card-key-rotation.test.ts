@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { rawTestConfig, testCertificatePem, writeTestConfig, type RawConfig, type WrittenConfig } from '../support/gateway-fixture.js';
 import { deleteKeysWithPrefix, readIdempotency, requireRedisUrl, uniquePrefix } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
 import { builtEntryPoints, cardBody, killAll, loginOver, postCard, startGateway, type GatewayProcess } from './support.js';
 
 /**
@@ -40,7 +41,10 @@ describe('card-record key rotation (D37) across restarts', () => {
 
   /** The sealed PAN and CVC of a record, as stored in Redis. */
   async function sealedSecrets(requestId: string): Promise<string> {
-    const record = (await readIdempotency(redis, `${prefix}idem:{acct-eu:${requestId}}`)).fields['record'];
+    const key = `${prefix}idem:{acct-eu:${requestId}}`;
+    // The card is answered before its record is acknowledged: the record lands a round trip later.
+    await waitFor(`the idempotency record of ${requestId}`, async () => (await readIdempotency(redis, key)).state === 'completed');
+    const record = (await readIdempotency(redis, key)).fields['record'];
     expect(record, `the idempotency record of ${requestId}`).toBeDefined();
     return (JSON.parse(record ?? '{}') as { sealedSecrets: string }).sealedSecrets;
   }
