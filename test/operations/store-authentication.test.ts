@@ -8,6 +8,7 @@ import { assertNoSecrets, rawTestConfig, writeTestConfig, type WrittenConfig } f
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { adminConnection } from '../support/redis-memory.js';
 import { builtEntryPoints, call, killAll, startGateway, type GatewayProcess, type LogLine } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * D55 at start, on the real process: a gateway started with a wrong Redis password, or with
@@ -81,6 +82,9 @@ describe('a store that refuses the gateway at start (D55)', () => {
       // The server's password changes to the gateway's (or is dropped): it reconnects and serves.
       await admin.config('SET', 'requirepass', password ?? '');
       await gateway.waitForLog((line) => line['msg'] === STORE_LOG.up, { timeoutMs: 10_000 });
+      // Readiness follows the store's probes: on a busy machine a probe refused before the
+      // change can still land after the `up` line, and the next probe clears it.
+      await waitFor('/readyz to report the store ok', async () => (await storeReadiness(gateway)).check === 'ok');
       expect(await storeReadiness(gateway)).toEqual({ check: 'ok', reason: undefined });
 
       const output = `${gateway.stdout()}\n${gateway.stderr()}`;
