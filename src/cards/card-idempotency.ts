@@ -93,11 +93,16 @@ export class CardClaims<R extends ClaimRequest> {
   /** Keys this process is resolving now, and the record each resolves to. */
   readonly #resolving = new Map<string, Promise<StoredCard>>();
   readonly #waiters = new Map<string, number>();
+  /** `store.redis.replicasToAck` (restart-only): the operator asked for the record on replicas before the answer (D35). */
+  readonly #answerAfterRecord: boolean;
 
   constructor(
     private readonly deps: { store: GatewayStore; clock: Clock; outcomes: Outcomes; settings: ClaimSettings; pendingRecords: PendingRecords },
     private readonly forward: Forward<R>,
-  ) {}
+  ) {
+    const { store } = deps.settings;
+    this.#answerAfterRecord = store.kind === 'redis' && store.replicasToAck > 0;
+  }
 
   async resolve(request: R): Promise<IssuedCard> {
     const { recordKey } = request;
@@ -214,9 +219,7 @@ export class CardClaims<R extends ClaimRequest> {
         outcomes.record({ name: 'card.record_deferred', cardId: issued.record.card.cardId, reason: (error as Error).message }, request.context);
       });
     const recorded = pendingRecords.track(recordKey, issued.record, write);
-    if (awaitsReplicas(settings.store)) await recorded;
+    if (this.#answerAfterRecord) await recorded;
     return { issued, recorded };
   }
 }
-
-const awaitsReplicas = (store: GatewayConfig['store']): boolean => store.kind === 'redis' && store.replicasToAck > 0;
