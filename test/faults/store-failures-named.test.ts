@@ -52,8 +52,8 @@ const FAULTS: Fault[] = [
   },
   {
     reason: 'authentication_refused',
-    // WRONGPASS answers the old password; NOAUTH the commands ioredis sends after it.
-    detail: /^(WRONGPASS|NOAUTH) /,
+    // The old password refused; the NOAUTH answers to commands after it are named by it too.
+    detail: /^WRONGPASS /,
     // A new password, and the gateway's connection cut: it reconnects with the old one.
     begin: async (_redis, admin) => {
       await admin.config('SET', 'requirepass', OTHER_PASSWORD);

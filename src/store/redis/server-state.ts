@@ -103,6 +103,9 @@ const NOT_CONNECTED_TEXTS = [
 /** The detail of a failure that is only "not connected, no attempt failed yet": why is not known. */
 export const NOT_CONNECTED = 'not connected; reconnecting';
 
+/** Redis's words for a password it refused (AUTH), as opposed to NOAUTH: none given yet. */
+const PASSWORD_REFUSED = /^WRONGPASS\b|^ERR invalid (username-)?password/;
+
 const TIMED_OUT = ['store command timed out', 'Command timed out', 'script arrived after its deadline'];
 
 /** What the gateway's own command deadline rejects with (deadline.ts): named `timed_out`. */
@@ -134,7 +137,13 @@ export function nameFailure(error: unknown, connectionError?: Error): StoreFailu
   const detail = found?.message || 'no answer';
   if (/^OOM\b/.test(detail)) return { reason: 'out_of_memory', detail };
   if (/^READONLY\b/.test(detail)) return { reason: 'read_only', detail };
-  if (/^(NOAUTH|WRONGPASS)\b|^ERR invalid (username-)?password/.test(detail)) return { reason: 'authentication_refused', detail };
+  if (PASSWORD_REFUSED.test(detail)) return { reason: 'authentication_refused', detail };
+  if (/^NOAUTH\b/.test(detail)) {
+    // A connection whose AUTH was refused answers its next commands NOAUTH; the refused AUTH is
+    // the cause, in the words an operator needs (a wrong password, not a missing one).
+    const refusedAuth = connectionError && PASSWORD_REFUSED.test(connectionError.message);
+    return { reason: 'authentication_refused', detail: refusedAuth ? connectionError.message : detail };
+  }
   if (TIMED_OUT.some((text) => detail.startsWith(text))) return { reason: 'timed_out', detail };
   if (NOT_CONNECTED_TEXTS.some((text) => detail.startsWith(text))) {
     if (connectionError && connectionError !== found) return nameFailure(connectionError);
