@@ -8,7 +8,7 @@ import { postLogin, postLogout, postRefresh } from '../support/auth-requests.js'
 import { createCard, startCardFixture, validCardBody, type CardFixture } from '../support/card-fixture.js';
 import { DEFAULT_CREDENTIALS, PASSWORD, testConfig } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
-import { uniquePrefix } from '../support/redis.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../support/redis.js';
 import { CountingStore } from '../support/counting-store.js';
 import { waitFor } from '../support/wait.js';
 
@@ -93,7 +93,9 @@ describe('store commands per request type (INFO commandstats)', () => {
     redis = await startPrivateRedis();
     admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     admin.on('error', () => undefined);
-    const client = createRedisClient({ url: redis.url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+    // The test's generous deadline: nothing here is a fault, and a 300 ms one answered a refresh
+    // 503 once on a busy machine.
+    const client = createRedisClient({ url: redis.url, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, connectTimeoutMs: 5_000 });
     // Commands sent in one turn of the event loop travel together: one round trip.
     const send = client.sendCommand.bind(client);
     client.sendCommand = (command, stream) => {
@@ -104,7 +106,7 @@ describe('store commands per request type (INFO commandstats)', () => {
       }
       return send(command, stream);
     };
-    store = new RedisStore(client, uniquePrefix('command-counts'));
+    store = new RedisStore(client, uniquePrefix('command-counts'), { commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, deadlineMs: TEST_COMMAND_TIMEOUT_MS + 2_000 });
     counting = new CountingStore(store);
     await waitFor('the store to answer', () =>
       store.ping().then(
