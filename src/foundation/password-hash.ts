@@ -61,11 +61,18 @@ export async function verifyPassword(password: string, stored: ParsedHash): Prom
   return timingSafeEqual(candidate, stored.hash);
 }
 
+let dummyHash: Promise<ParsedHash> | undefined;
+
 /**
- * A real hash of a random password with the default parameters, computed once at start-up:
- * unknown usernames are verified against it so that they cost as much as a wrong password
- * (a malformed dummy would return early and re-open the timing channel).
+ * A real hash of a random password with the default parameters: unknown usernames are verified
+ * against it so that they cost as much as a wrong password (a malformed dummy would return early
+ * and re-open the timing channel). Made once per process, not once per app: nothing can match
+ * it, and a reload or a second app (tests build hundreds) need not pay another scrypt for it.
  */
-export async function createDummyHash(): Promise<ParsedHash> {
-  return parsePasswordHash(await hashPassword(randomBytes(24).toString('base64')));
+export function dummyPasswordHash(): Promise<ParsedHash> {
+  dummyHash ??= hashPassword(randomBytes(24).toString('base64')).then(parsePasswordHash, (error: unknown) => {
+    dummyHash = undefined;
+    throw error;
+  });
+  return dummyHash;
 }

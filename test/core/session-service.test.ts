@@ -7,7 +7,7 @@ import { LiveSettings } from '../../src/config/live-settings.js';
 import type { GatewayConfig } from '../../src/config/load-config.js';
 import { ManualClock, toEpochSeconds } from '../../src/foundation/clock.js';
 import { GatewayError, type ErrorCode } from '../../src/foundation/errors.js';
-import { createDummyHash, type ParsedHash } from '../../src/foundation/password-hash.js';
+import { dummyPasswordHash, type ParsedHash } from '../../src/foundation/password-hash.js';
 import { MemoryAuditSink } from '../../src/observability/audit.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { OutcomeRecorder, type Outcome } from '../../src/observability/outcomes.js';
@@ -29,7 +29,7 @@ let dummyHash: ParsedHash;
 beforeAll(async () => {
   config = await testConfig();
   // scrypt: made once, as the app does, rather than once per test.
-  dummyHash = await createDummyHash();
+  dummyHash = await dummyPasswordHash();
 });
 
 interface Harness {
