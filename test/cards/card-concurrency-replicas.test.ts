@@ -72,10 +72,11 @@ describe('concurrent duplicates across two replicas on one Redis (D17)', () => {
   });
 
   it('a duplicate still unresolved after its upstream timeout gets 409 with retryAfter, then replays the card', async () => {
-    // Replica A waits up to 5 s for the connector; replica B gives up on waiting after 300 ms + 1 s.
-    const { a, b, connector } = await startReplicas({ a: 5000, b: 300 });
+    // Replica A waits up to 10 s for the connector; replica B gives up on waiting after 300 ms + 1 s.
+    // The connector answers after 5 s: several seconds from either, so a late timer cannot decide it.
+    const { a, b, connector } = await startReplicas({ a: 10_000, b: 300 });
     const [tokenA, tokenB] = await Promise.all([a.token('full'), b.token('full')]);
-    await setConnectorMode(connector, { mode: 'delay', delayMs: 2500, count: 1 });
+    await setConnectorMode(connector, { mode: 'delay', delayMs: 5000, count: 1 });
     const body = validCardBody();
 
     const firstPromise = createCard(a.gw, tokenA, body);
@@ -83,8 +84,8 @@ describe('concurrent duplicates across two replicas on one Redis (D17)', () => {
     const waiting = await createCard(b.gw, tokenB, body);
     const conflict = expectError(waiting, 409, 'A request with this requestId is still being processed');
     // The claim's lease is A's timeout + 5 s, and the shared manual clock has not moved.
-    expect(conflict.retryAfter).toBe(10);
-    expect(waiting.headers['retry-after']).toBe('10');
+    expect(conflict.retryAfter).toBe(15);
+    expect(waiting.headers['retry-after']).toBe('15');
 
     const first = await firstPromise;
     const card = expectCard(first);

@@ -102,8 +102,9 @@ describe('reload of the running gateway', () => {
 
     // Applied: acct-eu takes GBP now.
     expect((await gbp()).status).toBe(201);
-    // Not applied: the connector timeout is still 1 s (a 1.5 s answer is a 504) ...
-    await setConnectorMode(connector, { mode: 'delay', delayMs: 1500, count: 1 });
+    // Not applied: the connector timeout is still 1 s, not the file's 5 s: an answer after 3 s (2 s
+    // from either deadline, so a late timer cannot decide it) is a 504 ...
+    await setConnectorMode(connector, { mode: 'delay', delayMs: 3000, count: 1 });
     const slow = await postCard(gateway.httpsUrl, ca, token, cardBody());
     expect(slow.status, slow.body).toBe(504);
     // ... and the admin listener stays where it was.
