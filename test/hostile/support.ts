@@ -133,8 +133,8 @@ export async function loginOverTls(
 
 export { metricSum } from '../support/metrics.js';
 
-/** GET on the admin listener (plain HTTP), bounded in time. */
-export function adminGet(adminUrl: string, path: string, timeoutMs = 3000): Promise<HttpAnswer> {
+/** GET on the admin listener (plain HTTP); the bound is a hang guard, generous for a busy machine. */
+export function adminGet(adminUrl: string, path: string, timeoutMs = 30_000): Promise<HttpAnswer> {
   return call(`${adminUrl}${path}`, { timeoutMs });
 }
 
@@ -271,7 +271,7 @@ export class SocketPool {
 }
 
 /** A TCP connection from `localAddress`; resolves once connected (no byte sent). */
-export function openTcp(pool: SocketPool, port: number, localAddress: string, timeoutMs = 5000): Promise<Socket> {
+export function openTcp(pool: SocketPool, port: number, localAddress: string, timeoutMs = 30_000): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = pool.track(netConnect({ host: INSIDER, port, localAddress }));
     const timer = setTimeout(() => {
@@ -290,7 +290,7 @@ export function openTcp(pool: SocketPool, port: number, localAddress: string, ti
 }
 
 /** A TLS connection from `localAddress`; resolves once the handshake is done. */
-export function openTls(pool: SocketPool, port: number, localAddress: string, ca: string, timeoutMs = 5000): Promise<TLSSocket> {
+export function openTls(pool: SocketPool, port: number, localAddress: string, ca: string, timeoutMs = 30_000): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
     // The TCP socket is made first so that it can be bound to `localAddress`.
     const tcp = pool.track(netConnect({ host: INSIDER, port, localAddress }));
