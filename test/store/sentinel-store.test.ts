@@ -51,15 +51,43 @@ describe('Sentinel topology (D35)', () => {
   });
 
   it('replicasToAck 2: a card record is acknowledged by both replicas before complete() resolves, and is on both right after', async () => {
-    const store = await openTopologyStore(sentinel(), { replicasToAck: 2 });
+    // WAIT's timeout is the command timeout: long here, so that it is the paused replica's
+    // resumption that ends the WAIT, not the timeout (a hang guard, never reached when it works).
+    const store = await openTopologyStore(sentinel(), { replicasToAck: 2, commandTimeoutMs: 20_000 });
     const events: StoreEvent[] = [];
     store.subscribe((event) => events.push(event));
+    const master = await sentinel().master();
+    const replicas = sentinel().nodes.filter((node) => node !== master);
+    const masterAdmin = master.admin();
     try {
+      await masterAdmin.connect();
       await store.idempotency.reserve('acct-1:req-ack', { owner: 'gw-1', now: Date.now(), leaseMs: 10_000, attempt: ATTEMPT });
       const record = sampleRecord();
-      await store.idempotency.complete('acct-1:req-ack', { owner: 'gw-1', record, expiresAt: Date.now() + 60_000, now: Date.now() });
-      const master = await sentinel().master();
-      for (const replica of sentinel().nodes.filter((node) => node !== master)) {
+      // Order, not time: with one replica paused, complete() must be held in a WAIT on the
+      // master (a completion that never sent WAIT, or sent it for fewer replicas, resolves first).
+      const paused = replicas[0]!;
+      const order: string[] = [];
+      let settled = false;
+      process.kill(paused.pid, 'SIGSTOP');
+      let completion: Promise<void>;
+      try {
+        completion = store.idempotency.complete('acct-1:req-ack', { owner: 'gw-1', record, expiresAt: Date.now() + 60_000, now: Date.now() }).finally(() => {
+          settled = true;
+          order.push('complete() resolved');
+        });
+        completion.catch(() => undefined);
+        const blockedInWait = async () =>
+          String(await masterAdmin.call('CLIENT', 'LIST'))
+            .split('\n')
+            .some((line) => / flags=\w*b\w* .* cmd=wait /.test(line));
+        await waitFor('complete() to settle or to be held in WAIT on the master', async () => settled || (await blockedInWait()));
+      } finally {
+        order.push('replica resumed');
+        process.kill(paused.pid, 'SIGCONT');
+      }
+      await completion;
+      expect(order, 'complete() resolved while a replica was paused: it did not wait for both replicas').toEqual(['replica resumed', 'complete() resolved']);
+      for (const replica of replicas) {
         const admin = replica.admin();
         try {
           await admin.connect();
@@ -71,6 +99,7 @@ describe('Sentinel topology (D35)', () => {
       expect(store.describe().unacknowledgedRecords).toBe(0);
       expect(events.filter((event) => event.kind === 'replicas-behind')).toEqual([]);
     } finally {
+      masterAdmin.disconnect();
       await store.close();
     }
   });
