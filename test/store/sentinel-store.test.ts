@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createStore } from '../../src/store/create-store.js';
 import type { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError, type StoreEvent } from '../../src/store/store-types.js';
@@ -135,13 +135,24 @@ describe('Sentinel topology (D35)', () => {
     store.subscribe((event) => events.push(event));
     try {
       const before = await sentinel().master();
+      // The sentinels may not demote the old master until the writes have landed: the store
+      // must leave it by itself (it asks a sentinel every second), not only once a demoted
+      // master refuses writes with READONLY. (Sentinel demotes with REPLICAOF/SLAVEOF.)
+      expect(await before.call('ACL', 'SETUSER', 'default', '-replicaof', '-slaveof')).toBe('OK');
+      let demotionAllowed = false;
+      const allowDemotion = async () => {
+        if (demotionAllowed) return;
+        demotionAllowed = true;
+        expect(await before.call('ACL', 'SETUSER', 'default', '+replicaof', '+slaveof')).toBe('OK');
+      };
+      onTestFinished(allowDemotion);
       expect(await sentinel().sentinels[0]!.call('SENTINEL', 'FAILOVER', sentinel().masterName)).toBe('OK');
       const after = await sentinel().waitForNewMaster(before);
       const failures: unknown[] = [];
       let landed = false;
       // Bounded by count (a hang guard); the writes land once the monitor, which asks a
       // sentinel every second, has moved the client to the new master.
-      for (let attempt = 0; !landed && attempt < 1_000; attempt += 1) {
+      for (let attempt = 0; !landed && attempt < 500; attempt += 1) {
         const familyId = `fam_${randomUUID()}`;
         try {
           await store.sessions.createFamily({
@@ -164,7 +175,9 @@ describe('Sentinel topology (D35)', () => {
         }
         if (!landed) await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      expect(landed).toBe(true);
+      expect(landed, 'no write reached the new master while the old one was still a master: the store did not leave it').toBe(true);
+      expect(((await before.call('ROLE')) as unknown[])[0], 'the old master was demoted meanwhile').toBe('master');
+      await allowDemotion();
       for (const failure of failures) expect(failure).toBeInstanceOf(StoreUnavailableError);
       await waitFor('the store to name the new master', () => store.describe().masters[0] === after.address);
       expect(store.describe().masters).toEqual([after.address]);
