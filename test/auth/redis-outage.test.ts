@@ -7,11 +7,16 @@ import { PASSWORD, createTestGateway, login, type TestGateway } from '../support
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
 import { RELAXED_LIMITS, T0, expectStoreUnavailable, postLogin, postLogout, postRefresh, refreshOk } from '../support/auth-requests.js';
-import { waitFor } from '../support/wait.js';
+import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
 
 /**
  * D23 against a redis-server of this test's own (the shared one on 6379 is never touched):
  * paused with SIGSTOP (socket open, no answers) and killed then restarted on the same port.
+ *
+ * The store's own command deadline (300 ms here) is what must answer 503 while Redis is paused.
+ * The ioredis client has a backstop timeout of its own; it is set past the hang guard here, so a
+ * store that stopped applying its deadline hangs the requests (and fails the test) instead of
+ * being rescued, a little later, by the backstop.
  */
 describe('authentication while the shared store is down (D23)', () => {
   let redis: PrivateRedis;
@@ -21,9 +26,9 @@ describe('authentication while the shared store is down (D23)', () => {
 
   beforeEach(async () => {
     redis = await startPrivateRedis();
-    client = createRedisClient({ url: redis.url, commandTimeoutMs: 300, connectTimeoutMs: 500 });
+    client = createRedisClient({ url: redis.url, commandTimeoutMs: HANG_GUARD_MS, connectTimeoutMs: 500 });
     client.on('error', () => undefined);
-    store = new RedisStore(client, uniquePrefix('auth-outage'));
+    store = new RedisStore(client, uniquePrefix('auth-outage'), { commandTimeoutMs: 300 });
     expect(await waitUntilReady(client, 5_000)).toBe(true);
     gw = await createTestGateway({ clock: new ManualClock(T0), store, overrides: { rateLimits: RELAXED_LIMITS } });
   });
@@ -40,16 +45,32 @@ describe('authentication while the shared store is down (D23)', () => {
     await redis?.stop();
   });
 
+  /** Settles with `request`, or fails naming it once the hang guard passes without an answer. */
+  async function answered<T>(what: string, request: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const guard = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`hung: no answer to ${what} within ${HANG_GUARD_MS} ms: the store's command deadline did not bound it`)),
+        HANG_GUARD_MS,
+      );
+    });
+    try {
+      return await Promise.race([request, guard]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Login, refresh and logout each answer 503 with retryAfter: never 401/429, never a hang (the hang guard). */
   async function expectAllUnavailable(session: { accessToken: string; refreshToken: string }): Promise<void> {
-    const attempts = [
-      () => postLogin(gw, 'full', PASSWORD),
-      () => postLogin(gw, 'nobody', 'wrong'),
-      () => postRefresh(gw, session.accessToken, session.refreshToken),
-      () => postLogout(gw, session.accessToken, session.refreshToken),
-    ];
-    for (const attempt of attempts) {
-      expectStoreUnavailable(await attempt());
+    const attempts = {
+      login: () => postLogin(gw, 'full', PASSWORD),
+      'login of an unknown user': () => postLogin(gw, 'nobody', 'wrong'),
+      refresh: () => postRefresh(gw, session.accessToken, session.refreshToken),
+      logout: () => postLogout(gw, session.accessToken, session.refreshToken),
+    };
+    for (const [what, attempt] of Object.entries(attempts)) {
+      expectStoreUnavailable(await answered(what, attempt()));
     }
   }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createStore } from '../../src/store/create-store.js';
 import type { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError, type StoreEvent } from '../../src/store/store-types.js';
@@ -51,15 +51,43 @@ describe('Sentinel topology (D35)', () => {
   });
 
   it('replicasToAck 2: a card record is acknowledged by both replicas before complete() resolves, and is on both right after', async () => {
-    const store = await openTopologyStore(sentinel(), { replicasToAck: 2 });
+    // WAIT's timeout is the command timeout: long here, so that it is the paused replica's
+    // resumption that ends the WAIT, not the timeout (a hang guard, never reached when it works).
+    const store = await openTopologyStore(sentinel(), { replicasToAck: 2, commandTimeoutMs: 20_000 });
     const events: StoreEvent[] = [];
     store.subscribe((event) => events.push(event));
+    const master = await sentinel().master();
+    const replicas = sentinel().nodes.filter((node) => node !== master);
+    const masterAdmin = master.admin();
     try {
+      await masterAdmin.connect();
       await store.idempotency.reserve('acct-1:req-ack', { owner: 'gw-1', now: Date.now(), leaseMs: 10_000, attempt: ATTEMPT });
       const record = sampleRecord();
-      await store.idempotency.complete('acct-1:req-ack', { owner: 'gw-1', record, expiresAt: Date.now() + 60_000, now: Date.now() });
-      const master = await sentinel().master();
-      for (const replica of sentinel().nodes.filter((node) => node !== master)) {
+      // Order, not time: with one replica paused, complete() must be held in a WAIT on the
+      // master (a completion that never sent WAIT, or sent it for fewer replicas, resolves first).
+      const paused = replicas[0]!;
+      const order: string[] = [];
+      let settled = false;
+      process.kill(paused.pid, 'SIGSTOP');
+      let completion: Promise<void>;
+      try {
+        completion = store.idempotency.complete('acct-1:req-ack', { owner: 'gw-1', record, expiresAt: Date.now() + 60_000, now: Date.now() }).finally(() => {
+          settled = true;
+          order.push('complete() resolved');
+        });
+        completion.catch(() => undefined);
+        const blockedInWait = async () =>
+          String(await masterAdmin.call('CLIENT', 'LIST'))
+            .split('\n')
+            .some((line) => / flags=\w*b\w* .* cmd=wait /.test(line));
+        await waitFor('complete() to settle or to be held in WAIT on the master', async () => settled || (await blockedInWait()));
+      } finally {
+        order.push('replica resumed');
+        process.kill(paused.pid, 'SIGCONT');
+      }
+      await completion;
+      expect(order, 'complete() resolved while a replica was paused: it did not wait for both replicas').toEqual(['replica resumed', 'complete() resolved']);
+      for (const replica of replicas) {
         const admin = replica.admin();
         try {
           await admin.connect();
@@ -71,6 +99,7 @@ describe('Sentinel topology (D35)', () => {
       expect(store.describe().unacknowledgedRecords).toBe(0);
       expect(events.filter((event) => event.kind === 'replicas-behind')).toEqual([]);
     } finally {
+      masterAdmin.disconnect();
       await store.close();
     }
   });
@@ -106,13 +135,24 @@ describe('Sentinel topology (D35)', () => {
     store.subscribe((event) => events.push(event));
     try {
       const before = await sentinel().master();
+      // The sentinels may not demote the old master until the writes have landed: the store
+      // must leave it by itself (it asks a sentinel every second), not only once a demoted
+      // master refuses writes with READONLY. (Sentinel demotes with REPLICAOF/SLAVEOF.)
+      expect(await before.call('ACL', 'SETUSER', 'default', '-replicaof', '-slaveof')).toBe('OK');
+      let demotionAllowed = false;
+      const allowDemotion = async () => {
+        if (demotionAllowed) return;
+        demotionAllowed = true;
+        expect(await before.call('ACL', 'SETUSER', 'default', '+replicaof', '+slaveof')).toBe('OK');
+      };
+      onTestFinished(allowDemotion);
       expect(await sentinel().sentinels[0]!.call('SENTINEL', 'FAILOVER', sentinel().masterName)).toBe('OK');
       const after = await sentinel().waitForNewMaster(before);
       const failures: unknown[] = [];
       let landed = false;
       // Bounded by count (a hang guard); the writes land once the monitor, which asks a
       // sentinel every second, has moved the client to the new master.
-      for (let attempt = 0; !landed && attempt < 1_000; attempt += 1) {
+      for (let attempt = 0; !landed && attempt < 500; attempt += 1) {
         const familyId = `fam_${randomUUID()}`;
         try {
           await store.sessions.createFamily({
@@ -135,7 +175,9 @@ describe('Sentinel topology (D35)', () => {
         }
         if (!landed) await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      expect(landed).toBe(true);
+      expect(landed, 'no write reached the new master while the old one was still a master: the store did not leave it').toBe(true);
+      expect(((await before.call('ROLE')) as unknown[])[0], 'the old master was demoted meanwhile').toBe('master');
+      await allowDemotion();
       for (const failure of failures) expect(failure).toBeInstanceOf(StoreUnavailableError);
       await waitFor('the store to name the new master', () => store.describe().masters[0] === after.address);
       expect(store.describe().masters).toEqual([after.address]);
