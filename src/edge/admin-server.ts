@@ -31,7 +31,7 @@ export function buildAdminServer(deps: {
   });
   admin.get('/metrics', async (_request, reply) => {
     reply.type(deps.metrics.registry.contentType);
-    return deps.metrics.registry.metrics();
+    return deps.metrics.exposition();
   });
   admin.get('/healthz', async () => ({ status: 'ok' }));
   admin.get('/readyz', async (_request, reply) => {

@@ -56,6 +56,9 @@ export type CardOperationResult =
   | 'connector_invalid_answer'
   | 'connector_timeout';
 
+/** A sample value written `Nan` (prom-client's spelling), at the end of its line. */
+const NAN_SAMPLE = / Nan$/gm;
+
 /**
  * Every metric of one gateway instance, on its own registry so that several instances in one
  * process (tests, replicas) never share counters. Labels are route templates and fixed
@@ -295,6 +298,15 @@ export class GatewayMetrics {
       labelNames: ['listener'],
       registers,
     });
+  }
+
+  /**
+   * The text exposition for `/metrics`. prom-client writes a NaN sample as `Nan` where the format
+   * says `NaN`: the event-loop lag gauges are NaN when no delay was sampled since the last scrape
+   * (two scrapes close together), and a strict parser refuses the whole scrape for it.
+   */
+  async exposition(): Promise<string> {
+    return (await this.registry.metrics()).replace(NAN_SAMPLE, ' NaN');
   }
 
   /** Lets the log destination report its dropped lines at scrape time. */

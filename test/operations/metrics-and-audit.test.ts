@@ -2,7 +2,11 @@ import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { Gauge } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildAdminServer } from '../../src/edge/admin-server.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { METRIC_CATALOGUE } from '../deploy/support.js';
 import { setConnectorMode } from '../support/card-fixture.js';
@@ -273,10 +277,24 @@ describe('the strict text-format reader and the name lint refuse what Prometheus
     ['a series twice', `${good}a_total{x="1"} 3\n`],
     ['families interleaved', `${good}# TYPE b gauge\nb 1\na_total{x="2"} 1\n`],
     ['a value that is no number', '# TYPE a gauge\na one\n'],
+    ["NaN spelt prom-client's way", '# TYPE a gauge\na Nan\n'],
     ['a histogram whose +Inf bucket is not its count', '# TYPE h histogram\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\nh_sum 1\nh_count 3\n'],
     ['no final newline', '# TYPE a gauge\na 1'],
   ])('%s', (_what, text) => {
     expect(() => parsePrometheusText(text)).toThrow();
+  });
+
+  it('the exposition writes a NaN sample as NaN (prom-client writes Nan: the event-loop lag gauges between two close scrapes)', async () => {
+    const metrics = new GatewayMetrics({ defaultMetrics: false });
+    new Gauge({ name: 'test_not_a_number', help: 'A gauge set to NaN.', registers: [metrics.registry] }).set(NaN);
+    expect(await metrics.registry.metrics()).toMatch(/^test_not_a_number Nan$/m);
+    // As the admin listener serves it.
+    const admin = buildAdminServer({ metrics, probes: [], logger: createLogger('silent'), openapi: () => ({}) });
+    const text = (await admin.inject({ method: 'GET', url: '/metrics' })).body;
+    await admin.close();
+    expect(text).toMatch(/^test_not_a_number NaN$/m);
+    expect(text).not.toMatch(/ Nan$/m);
+    expect(seriesValue(parsePrometheusText(text), 'test_not_a_number')).toBeNaN();
   });
 
   it('the name lint flags what promtool check metrics flags, and passes a clean family', () => {
