@@ -178,8 +178,8 @@ describe('two replicas, one Redis, the sandbox connector as its own process', ()
   it('an unreachable connector is 502 and a slow one 504, for reads, lists and status changes alike', async () => {
     const token = await mintToken(a.gw, 'life');
     const cardId = await createThrough(a, token);
-    // Far past the 3 s deadline: only the gateway's deadline can end each call, however late its timer fires.
-    await control('/__control/mode', { mode: 'delay', delayMs: 60_000, count: 3 });
+    // Held far past the 3 s deadline (stopping the sandbox process releases them): only the deadline can end each call.
+    await control('/__control/mode', { mode: 'delay', delayMs: 600_000, count: 3 });
     for (const [method, path, body] of [
       ['GET', `${CARDS}/${cardId}`, undefined],
       ['GET', CARDS, undefined],

@@ -44,8 +44,8 @@ const CASES: FailureCase[] = [
   { name: 'a 503 answer', mode: { mode: 'fail', status: 503 }, status: 502, kind: 'status', createdWhileFailing: false },
   { name: 'a body that is not JSON', mode: { mode: 'garbage' }, status: 502, kind: 'invalid_answer', createdWhileFailing: false },
   { name: 'JSON that is not a card', mode: { mode: 'wrong-shape' }, status: 502, kind: 'invalid_answer', createdWhileFailing: false },
-  // Far past the deadline: only the gateway's deadline can end the call, however late its timer fires.
-  { name: 'no answer within the timeout', mode: { mode: 'delay', delayMs: 60_000 }, status: 504, kind: 'timeout', createdWhileFailing: true },
+  // Held far past the deadline (closing the sandbox releases it): only the gateway's deadline can end the call.
+  { name: 'no answer within the timeout', mode: { mode: 'delay', delayMs: 600_000 }, status: 504, kind: 'timeout', createdWhileFailing: true },
 ];
 
 /** The public envelope of a connector failure: exact message, nothing of the connector in it. */

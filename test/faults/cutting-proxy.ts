@@ -14,8 +14,10 @@ export interface CuttingProxy {
    * Resolves when the cut happened.
    */
   cutAt(options: { match: string; occurrence?: number; forward: boolean; outageMs: number }): Promise<void>;
-  /** Cuts every connection now and refuses new ones for `outageMs`. */
+  /** Cuts every connection now and refuses new ones for `outageMs` (Infinity: until {@link restore}). */
   cutNow(outageMs: number): void;
+  /** Ends an outage now: new connections reach Redis again. */
+  restore(): void;
   close(): Promise<void>;
 }
 
@@ -86,6 +88,9 @@ export async function startCuttingProxy(redisPort: number): Promise<CuttingProxy
     cutNow(outageMs) {
       refuseUntil = performance.now() + outageMs;
       for (const socket of sockets) socket.destroy();
+    },
+    restore() {
+      refuseUntil = 0;
     },
     async close() {
       for (const socket of sockets) socket.destroy();

@@ -5,7 +5,18 @@ import { ManualClock } from '../../src/foundation/clock.js';
 import { createRedisClient } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError } from '../../src/store/store-types.js';
-import { connectorStats, createCard, setConnectorMode, startCardFixture, validCardBody, type CardAnswer, type CardFixture } from '../support/card-fixture.js';
+import { startSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
+import {
+  connectorStats,
+  createCard,
+  FIXTURE_CONNECTOR_TIMEOUT_MS,
+  setConnectorMode,
+  startCardFixture,
+  validCardBody,
+  type CardAnswer,
+  type CardFixture,
+} from '../support/card-fixture.js';
+import { startHeldConnector, type HeldConnector } from '../support/held-connector.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { readIdempotency } from '../support/redis.js';
 import { waitUntilPingable } from '../support/redis-topologies.js';
@@ -42,10 +53,11 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const opened: { proxy: CuttingProxy; store: RedisStore; fixture?: CardFixture }[] = [];
+const opened: { proxy: CuttingProxy; store: RedisStore; fixture?: CardFixture; after?: () => Promise<void> }[] = [];
 afterEach(async () => {
-  for (const { proxy, store, fixture } of opened.splice(0)) {
+  for (const { proxy, store, fixture, after } of opened.splice(0)) {
     await fixture?.close();
+    await after?.();
     await store.close();
     await proxy.close();
   }
@@ -69,6 +81,39 @@ async function openGateway(): Promise<{ proxy: CuttingProxy; store: RedisStore; 
   const fixture = await startCardFixture({ store: made.store, clock: new ManualClock(Date.now()), connectorTimeoutMs: 1000 });
   opened[opened.length - 1]!.fixture = fixture;
   return { ...made, fixture, token: await fixture.token() };
+}
+
+/**
+ * Like {@link openGateway}, with card requests held between the gateway and the connector until
+ * released: the test decides when the connector answers, so the connector deadline is the
+ * fixture's generous one (the hold counts against it).
+ */
+async function openHeldGateway(): Promise<{ proxy: CuttingProxy; store: RedisStore; fixture: CardFixture; token: string; held: HeldConnector }> {
+  const made = await open();
+  const entry = opened[opened.length - 1]!;
+  const connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
+  const held = await startHeldConnector(connector.url).catch(async (error: unknown) => {
+    await connector.close();
+    throw error;
+  });
+  entry.after = async () => {
+    await held.close();
+    await connector.close();
+  };
+  const fixture = await startCardFixture({
+    store: made.store,
+    clock: new ManualClock(Date.now()),
+    connector,
+    connectorUrl: held.url,
+    connectorTimeoutMs: FIXTURE_CONNECTOR_TIMEOUT_MS,
+  });
+  entry.fixture = fixture;
+  return { ...made, fixture, token: await fixture.token(), held };
+}
+
+/** Waits until the store has a write whose outcome it does not know, queued for repair. */
+async function waitForRepairQueued(store: RedisStore): Promise<void> {
+  await waitFor(`a write queued for repair (${store.describe().pendingRepairs} so far)`, () => store.describe().pendingRepairs > 0);
 }
 
 const recordKey = (requestId: string) => `${PREFIX}idem:{acct-eu:${requestId}}`;
@@ -123,27 +168,23 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     expect(stats.received.filter((request) => request.headers['idempotency-key'] === `acct-eu:${requestId}`)).toHaveLength(1);
   });
 
-  /** Sends a card request and cuts the store's connection while its forward is at the connector. */
-  async function cutDuringForward(fixture: CardFixture, token: string, body: Record<string, unknown>, proxy: CuttingProxy, outageMs: number) {
-    const before = (await connectorStats(fixture.connector)).requestsReceived;
-    const answer = createCard(fixture.gw, token, body);
-    await waitFor('the card request to reach the connector', async () => (await connectorStats(fixture.connector)).requestsReceived > before, {
-      intervalMs: 10,
-    });
-    proxy.cutNow(outageMs);
-    return answer;
-  }
-
   it('a card record that could not be sent (the store went away during the forward) is stored once Redis answers: the retry is a replay of the same card, one forward', async () => {
-    const { proxy, fixture, token } = await openGateway();
+    const { proxy, store, fixture, token, held } = await openHeldGateway();
     const body = validCardBody();
     const requestId = String(body['requestId']);
-    await setConnectorMode(fixture.connector, { mode: 'delay', delayMs: 400, count: 1 });
-    const first = await cutDuringForward(fixture, token, body, proxy, OUTAGE_MS);
+    // The store goes away while the forward is held at the connector, and stays away until the
+    // record's write has failed: no outage length to race.
+    const answer = createCard(fixture.gw, token, body);
+    await held.waitForHeld(1);
+    proxy.cutNow(Number.POSITIVE_INFINITY);
+    held.release();
+    const first = await answer;
     // The card exists: its client gets it (the record is what is missing).
     expect(first.statusCode, first.body).toBe(201);
     const card = first.json<CardAnswer>();
+    await waitForRepairQueued(store);
     expect(await readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state)).toBe('pending');
+    proxy.restore();
 
     await expect
       .poll(() => readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state), { timeout: HANG_GUARD_MS, interval: 50 })
@@ -158,14 +199,24 @@ describe('idempotency writes whose outcome is unknown are settled once the store
   });
 
   it('a release that could not be sent (the forward timed out while the store was away) is sent once Redis answers: the retry forwards at once', async () => {
-    const { proxy, fixture, token } = await openGateway();
+    const { proxy, store, fixture, token } = await openGateway();
     const body = validCardBody();
     const requestId = String(body['requestId']);
-    // Longer than the connector timeout (1 s): 504, and the claim must be released (D17).
-    await setConnectorMode(fixture.connector, { mode: 'delay', delayMs: 1_500, count: 1 });
-    const first = await cutDuringForward(fixture, token, body, proxy, 1_500);
+    // Held far past the connector deadline (1 s; closing the sandbox releases it): 504, and the
+    // claim must be released (D17). The card is made on arrival.
+    await setConnectorMode(fixture.connector, { mode: 'delay', delayMs: 600_000, count: 1 });
+    const before = (await connectorStats(fixture.connector)).requestsReceived;
+    const answer = createCard(fixture.gw, token, body);
+    await waitFor('the card request to reach the connector', async () => (await connectorStats(fixture.connector)).requestsReceived > before, {
+      intervalMs: 10,
+    });
+    // Away until the release has failed: however late the deadline fires, the store is still away.
+    proxy.cutNow(Number.POSITIVE_INFINITY);
+    const first = await answer;
     expect(first.statusCode, first.body).toBe(504);
+    await waitForRepairQueued(store);
     expect(await readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state)).toBe('pending');
+    proxy.restore();
 
     await expect
       .poll(() => readIdempotency(admin, recordKey(requestId)).then((stored) => stored.state), { timeout: HANG_GUARD_MS, interval: 50 })

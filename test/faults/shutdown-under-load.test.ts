@@ -1,35 +1,37 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
-import { CARDS, connectorStats, setConnectorMode, validCardBody, type CardAnswer } from '../support/card-fixture.js';
+import { CARDS, connectorStats, validCardBody, type CardAnswer } from '../support/card-fixture.js';
 import { PASSWORD, rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { freePort } from '../support/ports.js';
+import { startHeldConnector, type HeldConnector } from '../support/held-connector.js';
 import { builtEntryPoints, spawnEntry, type BuiltEntryPoints, type RunningProcess } from '../support/process.js';
 import { realRequest, type RealResponse } from '../transport/real-clients.js';
-import { waitFor } from '../support/wait.js';
 
 /**
  * D22 under load: the real compiled process, 50 card creations in flight on 50 separate TLS
- * connections, each held by the connector, then SIGTERM. Draining means every one of them
- * still gets its whole 201 (the upstream forward included), new connections are refused, and
- * the process exits 0. test/transport/graceful-shutdown.test.ts covers one idle-upstream request.
+ * connections, each held before the connector until the test releases it after SIGTERM.
+ * Draining means every one of them still gets its whole 201 (the upstream forward included),
+ * new connections are refused, and the process exits 0. test/transport/graceful-shutdown.test.ts
+ * covers one idle-upstream request.
  */
 
 const IN_FLIGHT = 50;
-/** Long enough that all 50 reach the connector before the first answer comes back. */
-const CONNECTOR_DELAY_MS = 1000;
 
 describe('SIGTERM while 50 card creations are in flight', () => {
   let entry: BuiltEntryPoints | undefined;
   let connector: RunningSandboxConnector | undefined;
+  let held: HeldConnector | undefined;
   let gateway: RunningProcess | undefined;
 
   beforeAll(async () => {
     [entry, connector] = await Promise.all([builtEntryPoints(), startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true })]);
+    held = await startHeldConnector(connector.url);
   }, 120_000);
 
   afterAll(async () => {
     gateway?.kill();
+    await held?.close();
     await connector?.close();
   });
 
@@ -39,7 +41,8 @@ describe('SIGTERM while 50 card creations are in flight', () => {
       await rawTestConfig({
         listeners: { https: { host: '127.0.0.1', port: https }, admin: { host: '127.0.0.1', port: admin } },
         trustedProxies: [],
-        connector: { url: connector!.url, timeoutMs: 10_000 },
+        // The hold counts against the deadline: generous, so that only the release ends it.
+        connector: { url: held!.url, timeoutMs: 60_000 },
         rateLimits: RELAXED_LIMITS,
       }),
     );
@@ -52,7 +55,6 @@ describe('SIGTERM while 50 card creations are in flight', () => {
     expect(login.status, login.body).toBe(200);
     const { accessToken } = JSON.parse(login.body) as { accessToken: string };
 
-    await setConnectorMode(connector!, { mode: 'delay', delayMs: CONNECTOR_DELAY_MS });
     const before = await connectorStats(connector!);
     let answered = 0;
     const requests = Array.from({ length: IN_FLIGHT }, () =>
@@ -65,14 +67,12 @@ describe('SIGTERM while 50 card creations are in flight', () => {
       ),
     );
 
-    // All 50 are inside the gateway (each has reached the connector), none answered yet.
-    await waitFor('all 50 forwards to reach the connector', async () =>
-      (await connectorStats(connector!)).requestsReceived - before.requestsReceived >= IN_FLIGHT ? true : undefined,
-    );
+    // All 50 are inside the gateway (each forward is held before the connector), none answered yet.
+    await held!.waitForHeld(IN_FLIGHT);
     const inFlightAtSignal = IN_FLIGHT - answered;
     const logged = gateway.lines.length;
     gateway.child.kill('SIGTERM');
-    await gateway.waitForLog((line) => line['msg'] === 'draining in-flight requests', { from: logged, timeoutMs: 5_000 });
+    await gateway.waitForLog((line) => line['msg'] === 'draining in-flight requests', { from: logged, timeoutMs: 30_000 });
 
     // A new connection after the signal: refused, or at most told 503.
     const late = await realRequest(`${base}/.well-known/jwks.json`, { ca }).then(
@@ -81,6 +81,7 @@ describe('SIGTERM while 50 card creations are in flight', () => {
     );
     expect(['ECONNREFUSED', '503']).toContain(late);
 
+    held!.release();
     const responses = await Promise.all(requests);
     for (const response of responses) {
       expect(response.status, response.body).toBe(201);
@@ -89,7 +90,7 @@ describe('SIGTERM while 50 card creations are in flight', () => {
       expect(card.pan).toMatch(/^\*{12}\d{4}$/);
     }
     expect(new Set(responses.map((response) => (JSON.parse(response.body) as CardAnswer).cardId)).size).toBe(IN_FLIGHT);
-    // The signal really came while they were in flight (the connector held each for 1 s).
+    // The signal really came while they were in flight (held until after it).
     expect(inFlightAtSignal).toBe(IN_FLIGHT);
 
     const { code, signal } = await gateway.exited;

@@ -4,7 +4,7 @@ import { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { T0 } from '../support/auth-requests.js';
-import { CARDS, connectorStats, setConnectorMode, validCardBody, type CardAnswer } from '../support/card-fixture.js';
+import { CARDS, connectorStats, FIXTURE_CONNECTOR_TIMEOUT_MS, setConnectorMode, validCardBody, type CardAnswer } from '../support/card-fixture.js';
 import { createTestGateway, PASSWORD, testCertificatePem, testConfig, type TestGateway } from '../support/gateway-fixture.js';
 import { createTestRedisStore, openReplicaStore, type TestRedisStore } from '../support/redis.js';
 import { realRequest, type RealResponse } from '../transport/real-clients.js';
@@ -46,7 +46,9 @@ describe('three replicas on one Redis, over real HTTPS', () => {
     // minute); refresh is raised so that the reuse checks below can try every token on every
     // replica without meeting it.
     const config = await testConfig({
-      connector: { url: connector.url, timeoutMs: 5000 },
+      // Generous: 200 TLS requests on a busy machine must never meet the connector deadline nor a
+      // duplicate's wait for the first (deadline + 1 s); nothing here tests either.
+      connector: { url: connector.url, timeoutMs: FIXTURE_CONNECTOR_TIMEOUT_MS },
       rateLimits: { refresh: { points: 1000, windowSeconds: 60 } },
     });
     for (let index = 0; index < 3; index += 1) {
@@ -97,6 +99,8 @@ describe('three replicas on one Redis, over real HTTPS', () => {
 
   it('200 concurrent identical card creations, round-robin over the three, make exactly one card and all answer it with 201', async () => {
     const tokens = await Promise.all([0, 1, 2].map(async (index) => (await loginOn(index)).accessToken));
+    // Makes duplicates likely to meet the first in flight; whether they do or come after it, the
+    // outcome asserted is the same.
     await setConnectorMode(connector, { mode: 'delay', delayMs: 100 });
     const before = await connectorStats(connector);
     const body = validCardBody({ config: { tolerance: { percentage: 5 } } });

@@ -133,8 +133,8 @@ export async function loginOverTls(
 
 export { metricSum } from '../support/metrics.js';
 
-/** GET on the admin listener (plain HTTP); the bound is a hang guard, generous for a busy machine. */
-export function adminGet(adminUrl: string, path: string, timeoutMs = 30_000): Promise<HttpAnswer> {
+/** GET on the admin listener (plain HTTP), bounded by a hang guard (a busy machine answers late, not never). */
+export function adminGet(adminUrl: string, path: string, timeoutMs = HANG_GUARD_MS): Promise<HttpAnswer> {
   return call(`${adminUrl}${path}`, { timeoutMs });
 }
 
@@ -270,8 +270,11 @@ export class SocketPool {
   }
 }
 
-/** A TCP connection from `localAddress`; resolves once connected (no byte sent). */
-export function openTcp(pool: SocketPool, port: number, localAddress: string, timeoutMs = 30_000): Promise<Socket> {
+/**
+ * A TCP connection from `localAddress`; resolves once connected (no byte sent), rejects when it
+ * fails or closes first. `timeoutMs` is a hang guard only.
+ */
+export function openTcp(pool: SocketPool, port: number, localAddress: string, timeoutMs = HANG_GUARD_MS): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = pool.track(netConnect({ host: INSIDER, port, localAddress }));
     const timer = setTimeout(() => {
@@ -286,11 +289,20 @@ export function openTcp(pool: SocketPool, port: number, localAddress: string, ti
       clearTimeout(timer);
       reject(error);
     });
+    // After 'connect' this changes nothing: the promise is settled.
+    socket.once('close', () => {
+      clearTimeout(timer);
+      reject(new Error(`TCP connection from ${localAddress} closed before it was established`));
+    });
   });
 }
 
-/** A TLS connection from `localAddress`; resolves once the handshake is done. */
-export function openTls(pool: SocketPool, port: number, localAddress: string, ca: string, timeoutMs = 30_000): Promise<TLSSocket> {
+/**
+ * A TLS connection from `localAddress`; resolves once the handshake is done, rejects when it
+ * fails or the connection closes first (a gateway that closes before the handshake).
+ * `timeoutMs` is a hang guard only.
+ */
+export function openTls(pool: SocketPool, port: number, localAddress: string, ca: string, timeoutMs = HANG_GUARD_MS): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
     // The TCP socket is made first so that it can be bound to `localAddress`.
     const tcp = pool.track(netConnect({ host: INSIDER, port, localAddress }));
@@ -306,6 +318,11 @@ export function openTls(pool: SocketPool, port: number, localAddress: string, ca
     socket.once('error', (error) => {
       clearTimeout(timer);
       reject(error);
+    });
+    // After 'secureConnect' this changes nothing: the promise is settled.
+    socket.once('close', () => {
+      clearTimeout(timer);
+      reject(new Error(`TLS connection from ${localAddress} closed before its handshake`));
     });
   });
 }

@@ -470,8 +470,8 @@ describe('real answers against docs/openapi.json', () => {
       observe({ operationId: 'createCard' }, await send(main, call()), 'connector_unavailable');
       await setConnectorMode(connector, { mode: 'garbage', count: 1 });
       observe({ operationId: 'createCard' }, await send(main, call()), 'connector_invalid_answer');
-      // Far past the 500 ms deadline: only the gateway's deadline can end the call, however late its timer fires.
-      await setConnectorMode(connector, { mode: 'delay', delayMs: 60_000, count: 1 });
+      // Held far past the 500 ms deadline (closing the sandbox releases it): only the deadline can end the call.
+      await setConnectorMode(connector, { mode: 'delay', delayMs: 600_000, count: 1 });
       observe({ operationId: 'createCard' }, await send(main, call()), 'connector_timeout');
       await setConnectorMode(connector, { mode: 'normal' });
     });

@@ -199,8 +199,8 @@ describe('metrics and audit of a running gateway', () => {
     const failed = cardBody();
     const badGateway = await postCard(gateway.httpsUrl, ca, token, failed);
     expect(badGateway.status).toBe(502);
-    // Far past the 1 s deadline: only the gateway's deadline can end the call, however late its timer fires.
-    await setConnectorMode(connector, { mode: 'delay', delayMs: 60_000, count: 1 });
+    // Held far past the 1 s deadline (closing the sandbox releases it): only the deadline can end the call.
+    await setConnectorMode(connector, { mode: 'delay', delayMs: 600_000, count: 1 });
     const slow = cardBody();
     const timedOut = await postCard(gateway.httpsUrl, ca, token, slow);
     expect(timedOut.status).toBe(504);

@@ -79,7 +79,7 @@ describe('reload of the running gateway', () => {
   });
 
   it('SIGHUP applies a reloadable change and names the restart-only ones, which it does not apply', async () => {
-    // Before: GBP is not enabled for acct-eu (400), and a connector slower than 1 s is a 504.
+    // Before: GBP is not enabled for acct-eu (400), and the connector deadline is 1 s.
     const gbp = () => postCard(gateway.httpsUrl, ca, token, cardBody({ currency: 'GBP' }));
     expect((await gbp()).status).toBe(400);
 
@@ -88,7 +88,8 @@ describe('reload of the running gateway', () => {
       stringify({
         ...raw,
         issuingAccounts: { 'acct-eu': { currencies: ['EUR', 'GBP'] }, 'acct-uk': { currencies: ['GBP'] } },
-        connector: { url: connector.url, timeoutMs: 5000 },
+        // The schema's largest deadline: were it applied, the held answer below would outlast the client's guard.
+        connector: { url: connector.url, timeoutMs: 120_000 },
         listeners: { https: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: heldAdminPort } },
       }),
     );
@@ -102,10 +103,11 @@ describe('reload of the running gateway', () => {
 
     // Applied: acct-eu takes GBP now.
     expect((await gbp()).status).toBe(201);
-    // Not applied: the connector timeout is still 1 s, not the file's 5 s: an answer after 3 s (2 s
-    // from either deadline, so a late timer cannot decide it) is a 504 ...
-    await setConnectorMode(connector, { mode: 'delay', delayMs: 3000, count: 1 });
-    const slow = await postCard(gateway.httpsUrl, ca, token, cardBody());
+    // Not applied: the connector deadline is still 1 s. The answer is held far past both deadlines
+    // (closing the sandbox releases it), so only the 1 s deadline can end the call before the
+    // client's own guard: with 120 s in force the call fails at that guard instead of a 504.
+    await setConnectorMode(connector, { mode: 'delay', delayMs: 600_000, count: 1 });
+    const slow = await postCard(gateway.httpsUrl, ca, token, cardBody(), { timeoutMs: 30_000 });
     expect(slow.status, slow.body).toBe(504);
     // ... and the admin listener stays where it was.
     expect((await call(`${gateway.adminUrl}/healthz`)).status).toBe(200);
