@@ -23,8 +23,16 @@ import { call, expectCodedError, expectRetryAfter, INSIDER, LOGIN_PATH, SECOND_I
  */
 
 const FLOOD = 256;
-/** rateLimits.loginPerAddress default (D27). */
+/** rateLimits.loginPerAddress default (D27): 30 in each fixed window of a minute. */
 const PER_ADDRESS = 30;
+const WINDOW_MS = 60_000;
+
+/**
+ * The per-address windows are fixed minutes of the gateway's clock (this machine's): a flood
+ * that straddles a minute's edge is let through up to the limit in each window it touches (the
+ * API guide's "Rate limits"). On a busy machine the flood can take seconds, so it sometimes does.
+ */
+const windowsTouched = (from: number, to: number): number => Math.floor(to / WINDOW_MS) - Math.floor(from / WINDOW_MS) + 1;
 
 describe('login flood from one allowlisted address (D27)', () => {
   let entry: BuiltEntryPoints;
@@ -70,6 +78,7 @@ describe('login flood from one allowlisted address (D27)', () => {
       expect(before.status, before.body).toBe(200);
 
       // The flood: 256 at once, each on its own TLS connection from 127.0.0.2.
+      const floodFrom = Date.now();
       let answered = 0;
       /** Flood attempts answered 401: the ones the gateway spent a password hash on. */
       let hashed = 0;
@@ -98,27 +107,28 @@ describe('login flood from one allowlisted address (D27)', () => {
       const legitimate = await legitimateLogin();
       const hashedBeforeIt = hashed;
       const outcomes = await Promise.all(flood);
+      const admittedAtMost = PER_ADDRESS * windowsTouched(floodFrom, Date.now());
 
       expect(legitimate.status, legitimate.body).toBe(200);
-      expect(hashedBeforeIt, 'hashed flood attempts answered before the legitimate login').toBeLessThanOrEqual(PER_ADDRESS);
+      expect(hashedBeforeIt, 'hashed flood attempts answered before the legitimate login').toBeLessThanOrEqual(admittedAtMost);
       const failures = outcomes.filter((outcome): outcome is string => typeof outcome === 'string');
       expect(failures.slice(0, 3), `${failures.length} flood requests got no answer`).toEqual([]);
       const answers = outcomes as HttpAnswer[];
       const byStatus = new Map<number, number>();
       for (const answer of answers) byStatus.set(answer.status, (byStatus.get(answer.status) ?? 0) + 1);
       // Hashed (401) at most the per-address limit's worth; the rest refused before hashing.
-      expect(byStatus.get(401) ?? 0, JSON.stringify([...byStatus])).toBeLessThanOrEqual(PER_ADDRESS);
+      expect(byStatus.get(401) ?? 0, JSON.stringify([...byStatus])).toBeLessThanOrEqual(admittedAtMost);
       for (const answer of answers) {
         if (answer.status === 401) expectCodedError(answer, 401, 'authentication_failed', 'Authentication failed');
         else if (answer.status === 429) expectRetryAfter(answer, expectCodedError(answer, 429, 'rate_limited', 'Rate limit exceeded, retry later'));
         else expectRetryAfter(answer, expectCodedError(answer, 503, 'server_busy', 'Too many logins in progress, retry shortly'), 1);
       }
-      expect(byStatus.get(429) ?? 0).toBeGreaterThanOrEqual(FLOOD - PER_ADDRESS);
+      expect(byStatus.get(429) ?? 0, JSON.stringify([...byStatus])).toBeGreaterThanOrEqual(FLOOD - admittedAtMost);
 
       // What the flood left behind: per-username limiter and lockout keys for at most the
       // attempts the per-address limit let through (plus the legitimate session), not 256 of each.
       const keys = await keysWithPrefix(redis, prefix);
-      expect(keys.length, `keys under the prefix after the flood: ${keys.length}`).toBeLessThanOrEqual(2 * PER_ADDRESS + 10);
+      expect(keys.length, `keys under the prefix after the flood: ${keys.length}`).toBeLessThanOrEqual(2 * admittedAtMost + 10);
     } finally {
       legitimateAgent.destroy();
     }
