@@ -175,13 +175,16 @@ describe('Cluster topology (D35)', () => {
       } finally {
         process.kill(replica.pid, 'SIGCONT');
       }
-      expect(events).toEqual([{ kind: 'replicas-behind', wanted: 1, acknowledged: 0 }]);
+      // The replicas' events only: on a busy machine a health probe (500 ms here) can time out
+      // meanwhile and add a down/up pair, which is not what this test is about.
+      const replicaEvents = () => events.filter((event) => event.kind === 'replicas-behind' || event.kind === 'replicas-caught-up');
+      expect(replicaEvents()).toEqual([{ kind: 'replicas-behind', wanted: 1, acknowledged: 0 }]);
       // Once the replica runs again its shard's records are acknowledged again: the count stops growing.
       await waitFor('a record on the resumed shard to be acknowledged', async () => {
         const before = store.describe().unacknowledgedRecords;
         return (await write(nameOn(slowShard))) === before;
       });
-      expect(events.at(-1)).toEqual({ kind: 'replicas-caught-up' });
+      expect(replicaEvents().at(-1)).toEqual({ kind: 'replicas-caught-up' });
     } finally {
       await store.close();
     }
