@@ -7,7 +7,7 @@ import { PASSWORD, createTestGateway, login, type TestGateway } from '../support
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
 import { RELAXED_LIMITS, T0, expectStoreUnavailable, postLogin, postLogout, postRefresh, refreshOk } from '../support/auth-requests.js';
-import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
+import { HANG_GUARD_MS, waitFor, withinHangGuard } from '../support/wait.js';
 
 /**
  * D23 against a redis-server of this test's own (the shared one on 6379 is never touched):
@@ -45,22 +45,6 @@ describe('authentication while the shared store is down (D23)', () => {
     await redis?.stop();
   });
 
-  /** Settles with `request`, or fails naming it once the hang guard passes without an answer. */
-  async function answered<T>(what: string, request: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const guard = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`hung: no answer to ${what} within ${HANG_GUARD_MS} ms: the store's command deadline did not bound it`)),
-        HANG_GUARD_MS,
-      );
-    });
-    try {
-      return await Promise.race([request, guard]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   /** Login, refresh and logout each answer 503 with retryAfter: never 401/429, never a hang (the hang guard). */
   async function expectAllUnavailable(session: { accessToken: string; refreshToken: string }): Promise<void> {
     const attempts = {
@@ -70,7 +54,7 @@ describe('authentication while the shared store is down (D23)', () => {
       logout: () => postLogout(gw, session.accessToken, session.refreshToken),
     };
     for (const [what, attempt] of Object.entries(attempts)) {
-      expectStoreUnavailable(await answered(what, attempt()));
+      expectStoreUnavailable(await withinHangGuard(`${what} (the store's command deadline did not bound it)`, attempt()));
     }
   }
 

@@ -21,7 +21,7 @@ import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.j
 import { readIdempotency } from '../support/redis.js';
 import { waitUntilPingable } from '../support/redis-topologies.js';
 import { startCuttingProxy, type CuttingProxy } from './cutting-proxy.js';
-import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
+import { HANG_GUARD_MS, sleep, waitFor } from '../support/wait.js';
 
 /**
  * Issue 10, "already seen on one Redis": an idempotency write whose reply is lost. A master that
@@ -117,7 +117,6 @@ async function waitForRepairQueued(store: RedisStore): Promise<void> {
 }
 
 const recordKey = (requestId: string) => `${PREFIX}idem:{acct-eu:${requestId}}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('idempotency writes whose outcome is unknown are settled once the store answers again', () => {
   it('a claim that ran but whose reply was lost is released by the repair, not by its lease running out', async () => {

@@ -7,7 +7,7 @@ import { testConfig } from '../support/gateway-fixture.js';
 import { openTopologyStore, startSentinel, storeSection, waitUntilPingable } from '../support/redis-topologies.js';
 import { sampleRecord } from './store-contract.js';
 import { replicasToAckCostTest, topologySuites } from './topology-suites.js';
-import { waitFor } from '../support/wait.js';
+import { sleep, waitFor } from '../support/wait.js';
 
 /**
  * D35 on Redis Sentinel: 1 master, 2 replicas, 3 sentinels (quorum 2), real redis-server
@@ -173,7 +173,7 @@ describe('Sentinel topology (D35)', () => {
         } catch (error) {
           failures.push(error);
         }
-        if (!landed) await new Promise((resolve) => setTimeout(resolve, 50));
+        if (!landed) await sleep(50);
       }
       expect(landed, 'no write reached the new master while the old one was still a master: the store did not leave it').toBe(true);
       expect(((await before.call('ROLE')) as unknown[])[0], 'the old master was demoted meanwhile').toBe('master');

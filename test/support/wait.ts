@@ -47,3 +47,16 @@ export async function waitFor<T>(
     await sleep(options.intervalMs ?? 25);
   }
 }
+
+/** Settles with `work`, or fails naming `what` once the hang guard passes without it settling. */
+export async function withinHangGuard<T>(what: string, work: Promise<T>, timeoutMs = HANG_GUARD_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const guard = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`hung: ${what} did not settle within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([work, guard]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
