@@ -52,6 +52,8 @@ export interface CallOptions {
   agent?: Agent;
   /** Rejects when no complete answer arrived in time (a frozen gateway never hangs a test). */
   timeoutMs?: number;
+  /** Called once the connection is usable: connected (http:) or its TLS handshake done (https:). */
+  onConnected?: () => void;
 }
 
 /** One HTTP(S) request; https: or http: by the URL. Never waits longer than `timeoutMs`. */
@@ -96,6 +98,10 @@ export function call(url: string, options: CallOptions = {}): Promise<HttpAnswer
       clearTimeout(timer);
       reject(error);
     });
+    const { onConnected } = options;
+    if (onConnected !== undefined) {
+      req.once('socket', (socket) => socket.once(target.protocol === 'https:' ? 'secureConnect' : 'connect', onConnected));
+    }
     req.end(options.body);
   });
 }
