@@ -10,7 +10,7 @@ import { PASSWORD, createTestGateway, login, type TestGateway } from '../support
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
 import { RELAXED_LIMITS, postLogin, postLogout, postRefresh } from '../support/auth-requests.js';
-import { connectorStats, createCard, validCardBody, type CardAnswer } from '../support/card-fixture.js';
+import { cardRecordStored, connectorStats, createCard, validCardBody, type CardAnswer } from '../support/card-fixture.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -198,6 +198,8 @@ describe('Redis faults: 503 while they last, recovery without a restart (D23)', 
       const created = await createCard(g, live.accessToken, cardBefore);
       expect(created.statusCode, created.body).toBe(201);
       const cardId = created.json<CardAnswer>().cardId;
+      // Its record in Redis, not on its way there: the replay below must meet the fault.
+      await cardRecordStored(store!, cardBefore, clock.now());
       expect((await readiness()).status).toBe(200);
       const statsBefore = await connectorStats(connector);
 

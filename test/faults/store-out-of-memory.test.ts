@@ -5,7 +5,7 @@ import { STORE_LOG } from '../../src/observability/store-observer.js';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { metricValue, postLogin, postRefresh, RELAXED_LIMITS } from '../support/auth-requests.js';
-import { createCard, validCardBody, type CardAnswer } from '../support/card-fixture.js';
+import { cardRecordStored, createCard, validCardBody, type CardAnswer } from '../support/card-fixture.js';
 import { expectContractError } from '../support/envelope.js';
 import { PASSWORD, createTestGateway, login, type TestGateway } from '../support/gateway-fixture.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
@@ -80,6 +80,8 @@ describe('a Redis out of memory under load (D54)', () => {
     const made = await createCard(gw, session.accessToken, before);
     expect(made.statusCode, made.body).toBe(201);
     const cardBefore = made.json<CardAnswer>().cardId;
+    // Its record in Redis, not on its way there: the replay below must meet the full store.
+    await cardRecordStored(store, before, Date.now());
     expect((await readiness()).status).toBe(200);
 
     // A megabyte of headroom filled: once freed, it takes the records of every retry below.

@@ -9,6 +9,7 @@ import { cardRequestBody } from '../../tools/card-request-body.js';
 import { RELAXED_LIMITS } from './auth-requests.js';
 import { expectEnvelopeBasics } from './envelope.js';
 import { createTestGateway, login, type RawConfig, type TestCredential, type TestGateway } from './gateway-fixture.js';
+import { waitFor } from './wait.js';
 
 /**
  * Card-creation tests (spec 4.4, D13-D19): a real sandbox connector listening on a free port,
@@ -80,6 +81,18 @@ export function expectFieldError(response: LightMyRequestResponse, path: string,
   );
   expect(hit, `expected a problem at ${path}${message ? ` (${String(message)})` : ''}, got ${JSON.stringify(fields)}`).toBeDefined();
   return body;
+}
+
+/**
+ * Waits until the idempotency record of the card made for `body` is in `store`, read through the
+ * store's own connection. A card is answered before its record is written (the write follows on
+ * that connection, and this read behind it), and until the write settles a duplicate in the same
+ * process is answered from memory: a test that breaks the store and expects a replay to meet the
+ * broken store waits here first.
+ */
+export async function cardRecordStored(store: GatewayStore, body: Record<string, unknown>, now: number, issuingAccount = 'acct-eu'): Promise<void> {
+  const recordKey = `${issuingAccount}:${String(body['requestId']).toLowerCase()}`;
+  await waitFor(`the card record ${recordKey} to be in the store`, async () => (await store.idempotency.peek(recordKey, now)).state === 'completed');
 }
 
 /** The sandbox connector's own counters and the last request it saw. */
