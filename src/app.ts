@@ -39,7 +39,6 @@ import { ErrorEnvelopeSchema } from './edge/openapi/envelope-schema.js';
 import { openApiOptions } from './edge/openapi/options.js';
 import { installStrictJson } from './edge/strict-json-parser.js';
 import type { Clock } from './foundation/clock.js';
-import { dummyPasswordHash } from './foundation/password-hash.js';
 import { buildAdminServer, type ReadinessProbe } from './edge/admin-server.js';
 import type { AuditSink } from './observability/audit.js';
 import { GatewayMetrics } from './observability/metrics.js';
@@ -132,7 +131,6 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     outcomes,
     revocations,
     hashGate: deps.hashGate ?? new PasswordHashGate(config.passwordHashing.maxConcurrent, config.passwordHashing.maxConcurrentPerAddress),
-    dummyHash: await dummyPasswordHash(),
   });
   // The card use cases, each built once on the same ports.
   const pendingRecords = new PendingRecords();

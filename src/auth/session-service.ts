@@ -5,7 +5,6 @@ import type { GatewayConfig } from '../config/config-types.js';
 import { admitsAddress, type Credential } from '../config/credentials-file.js';
 import { addressBucket } from '../foundation/address-ranges.js';
 import { errors, type GatewayError } from '../foundation/errors.js';
-import type { ParsedHash } from '../foundation/password-hash.js';
 import type { Outcomes, RefreshFailure, RequestContext } from '../observability/outcomes.js';
 import type { GatewayStore, RotateResult, SessionBinding } from '../store/store-types.js';
 import { subjectKey } from './auth-rate-limits.js';
@@ -53,8 +52,6 @@ export class SessionService {
       /** Credentials' not-before instants (D41), held in memory (credential-revocations.ts). */
       revocations: { notBefore(credentialId: string): number };
       hashGate: PasswordHashGate;
-      /** A real scrypt hash that unknown usernames are checked against, so they cost what a wrong password costs. */
-      dummyHash: ParsedHash;
       /** How a refusal made without hashing waits out a hash's time (a timer: no CPU). */
       pause?: (ms: number) => Promise<void>;
     },
@@ -77,7 +74,8 @@ export class SessionService {
       throw errors.lockedOut((lockedUntil - clock.now()) / 1000);
     }
 
-    const credential = this.deps.live.current.credentials.byUsername(input.username);
+    const directory = this.deps.live.current.credentials;
+    const credential = directory.byUsername(input.username);
     const failed = async (reason: 'unknown_username' | 'wrong_password' | 'inactive' | 'address') => {
       const { maxConsecutiveFailures, lockoutSeconds } = settings.rateLimits.loginLockout;
       const lockedNow = await store.lockouts.recordFailure(subject, {
@@ -99,7 +97,7 @@ export class SessionService {
     }
 
     const started = performance.now();
-    const verifying = this.deps.hashGate.tryVerify(addressBucket(input.clientAddress), input.password, credential?.passwordHash ?? this.deps.dummyHash);
+    const verifying = this.deps.hashGate.tryVerify(addressBucket(input.clientAddress), input.password, credential?.passwordHash ?? directory.unknownUserHash);
     if (!verifying) {
       outcomes.record({ name: 'login.busy' }, input);
       throw errors.serverBusy();

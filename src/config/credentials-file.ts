@@ -5,7 +5,7 @@ import { compileRanges, type AddressRanges } from '../foundation/address-ranges.
 import { ConfigError, describeAjvErrors } from './config-error.js';
 import { readYamlFile } from './read-yaml-file.js';
 import { accept, child, entries, members } from './schema-parts.js';
-import { parsePasswordHash, passwordHashFingerprint, type ParsedHash } from '../foundation/password-hash.js';
+import { parsePasswordHash, passwordHashFingerprint, unknownUserHash, type ParsedHash } from '../foundation/password-hash.js';
 
 /** Each permission stands alone: none implies another (a credential holds exactly what its entry lists). */
 export const PERMISSIONS = ['cards:create', 'cards:reveal', 'cards:read', 'cards:update'] as const;
@@ -70,6 +70,8 @@ export interface CredentialDirectory {
   /** Every credential, in the file's order. */
   all(): readonly Credential[];
   readonly size: number;
+  /** What an unknown username's password is checked against: a hash at these credentials' usual cost. */
+  readonly unknownUserHash: ParsedHash;
 }
 
 // verbose: the schema problems' data lets describeAjvErrors hint at YAML's numbers (a numeric id).
@@ -129,5 +131,11 @@ export async function loadCredentials(file: string, knownAccounts: ReadonlySet<s
   });
   if (problems.length > 0) throw new ConfigError(problems);
   const all = Object.freeze([...byId.values()]);
-  return { byId: (id) => byId.get(id), byUsername: (name) => byUsername.get(name), all: () => all, size: byId.size };
+  return {
+    byId: (id) => byId.get(id),
+    byUsername: (name) => byUsername.get(name),
+    all: () => all,
+    size: byId.size,
+    unknownUserHash: Object.freeze(unknownUserHash(all.map((credential) => credential.passwordHash))),
+  };
 }

@@ -61,18 +61,30 @@ export async function verifyPassword(password: string, stored: ParsedHash): Prom
   return timingSafeEqual(candidate, stored.hash);
 }
 
-let dummyHash: Promise<ParsedHash> | undefined;
-
 /**
- * A real hash of a random password with the default parameters: unknown usernames are verified
- * against it so that they cost as much as a wrong password (a malformed dummy would return early
- * and re-open the timing channel). Made once per process, not once per app: nothing can match
- * it, and a reload or a second app (tests build hundreds) need not pay another scrypt for it.
+ * What an unknown username is verified against, so that it costs what a known username's wrong
+ * password costs: the scrypt parameters and hash length most of `known` use (the costlier on a
+ * tie), a random salt and random hash bytes. No password derives those bytes, and nothing about
+ * it is malformed, so the check runs in full and fails. Taken from the credentials themselves: a
+ * fixed cost would tell unknown usernames from known ones hashed at another cost.
  */
-export function dummyPasswordHash(): Promise<ParsedHash> {
-  dummyHash ??= hashPassword(randomBytes(24).toString('base64')).then(parsePasswordHash, (error: unknown) => {
-    dummyHash = undefined;
-    throw error;
-  });
-  return dummyHash;
+export function unknownUserHash(known: readonly ParsedHash[]): ParsedHash {
+  const shapes = new Map<string, { shape: ScryptParameters & { length: number }; count: number }>();
+  for (const { N, r, p, hash } of known) {
+    const id = `${N}:${r}:${p}:${hash.length}`;
+    const seen = shapes.get(id);
+    if (seen) seen.count += 1;
+    else shapes.set(id, { shape: { N, r, p, length: hash.length }, count: 1 });
+  }
+  const cost = ({ N, r, p }: ScryptParameters) => N * r * p;
+  let chosen: (ScryptParameters & { length: number }) | undefined;
+  let most = 0;
+  for (const { shape, count } of shapes.values()) {
+    if (count > most || (count === most && chosen !== undefined && cost(shape) > cost(chosen))) {
+      chosen = shape;
+      most = count;
+    }
+  }
+  const { N, r, p, length } = chosen ?? { ...DEFAULT_SCRYPT, length: KEY_LENGTH };
+  return { N, r, p, salt: randomBytes(16), hash: randomBytes(length) };
 }

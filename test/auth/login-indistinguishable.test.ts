@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PasswordHashGate } from '../../src/auth/password-hash-gate.js';
 import { ManualClock } from '../../src/foundation/clock.js';
+import type { ParsedHash } from '../../src/foundation/password-hash.js';
+import { TEST_SCRYPT } from '../support/config-fixture.js';
 import { DEFAULT_CREDENTIALS, PASSWORD, createTestGateway, type TestGateway } from '../support/gateway-fixture.js';
 import { RELAXED_LIMITS, T0, expectUnauthorized, postLogin } from '../support/auth-requests.js';
 
@@ -9,12 +11,22 @@ import { RELAXED_LIMITS, T0, expectUnauthorized, postLogin } from '../support/au
  * credential give the same answer, and an unknown username costs a real scrypt verification (one
  * hash, counted at the hash gate).
  */
+/** The gate, recording the cost of each hash it ran. */
+class RecordingGate extends PasswordHashGate {
+  readonly costs: string[] = [];
+
+  override tryVerify(source: string, password: string, stored: ParsedHash): Promise<boolean> | undefined {
+    this.costs.push(`N=${stored.N} r=${stored.r} p=${stored.p} length=${stored.hash.length}`);
+    return super.tryVerify(source, password, stored);
+  }
+}
+
 describe('login failures that must look alike', () => {
   let gw: TestGateway;
-  let gate: PasswordHashGate;
+  let gate: RecordingGate;
 
   beforeAll(async () => {
-    gate = new PasswordHashGate(4, 4);
+    gate = new RecordingGate(4, 4);
     gw = await createTestGateway({ clock: new ManualClock(T0), overrides: { rateLimits: RELAXED_LIMITS }, hashGate: gate });
   });
 
@@ -58,5 +70,19 @@ describe('login failures that must look alike', () => {
       expect(await hashesOf('create-only', `wrong password ${round}`), 'wrong password').toBe(1);
       expect(await hashesOf('inactive', PASSWORD), 'inactive credential').toBe(1);
     }
+  });
+
+  it("checks an unknown username at the cost the credentials' own hashes have, not at a fixed one", async () => {
+    // The test credentials are hashed at N=1024, not at the default 2^14 a fixed dummy used: an
+    // unknown username checked at another cost than a known one is told apart by its time.
+    const known = `N=${TEST_SCRYPT.N} r=${TEST_SCRYPT.r} p=${TEST_SCRYPT.p} length=32`;
+    const costOf = async (username: string, password: string): Promise<string | undefined> => {
+      const before = gate.costs.length;
+      expect((await postLogin(gw, username, password)).statusCode).toBe(401);
+      expect(gate.costs.length - before).toBe(1);
+      return gate.costs.at(-1);
+    };
+    expect(await costOf('create-only', 'a wrong password')).toBe(known);
+    expect(await costOf('nobody-known-by-this-name', 'a wrong password')).toBe(known);
   });
 });

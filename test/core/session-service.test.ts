@@ -7,7 +7,6 @@ import { LiveSettings } from '../../src/config/live-settings.js';
 import type { GatewayConfig } from '../../src/config/load-config.js';
 import { ManualClock, toEpochSeconds } from '../../src/foundation/clock.js';
 import { GatewayError, type ErrorCode } from '../../src/foundation/errors.js';
-import { dummyPasswordHash, type ParsedHash } from '../../src/foundation/password-hash.js';
 import { MemoryAuditSink } from '../../src/observability/audit.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { OutcomeRecorder, type Outcome } from '../../src/observability/outcomes.js';
@@ -24,12 +23,9 @@ const DAY = 86_400 * SECOND;
 const context = { correlationId: 'corr-session-test', clientAddress: '127.0.0.1' };
 
 let config: GatewayConfig;
-let dummyHash: ParsedHash;
 
 beforeAll(async () => {
   config = await testConfig();
-  // scrypt: made once, as the app does, rather than once per test.
-  dummyHash = await dummyPasswordHash();
 });
 
 interface Harness {
@@ -61,7 +57,6 @@ beforeEach(async () => {
     outcomes,
     revocations: { notBefore: () => 0 },
     hashGate: new PasswordHashGate(config.passwordHashing.maxConcurrent, config.passwordHashing.maxConcurrentPerAddress),
-    dummyHash,
   });
   harness = {
     sessions,
