@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { rawTestConfig, testCertificatePem, writeTestConfig, type RawConfig, type WrittenConfig } from '../support/gateway-fixture.js';
 import { deleteKeysWithPrefix, readIdempotency, requireRedisUrl, uniquePrefix } from '../support/redis.js';
-import { waitFor } from '../support/wait.js';
+import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
 import { builtEntryPoints, cardBody, killAll, loginOver, postCard, startGateway, type GatewayProcess } from './support.js';
 
 /**
@@ -53,7 +53,7 @@ describe('card-record key rotation (D37) across restarts', () => {
   async function restartWith(cards: RawConfig): Promise<GatewayProcess> {
     if (gateway) {
       gateway.child.kill('SIGTERM');
-      expect(await gateway.exitWithin(10_000)).toEqual({ code: 0, signal: null });
+      expect(await gateway.exitWithin(HANG_GUARD_MS)).toEqual({ code: 0, signal: null });
     }
     writeFileSync(written.file, stringify({ ...raw, cards }));
     gateway = await startGateway(written.file);

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { startHeldConnector } from '../support/held-connector.js';
 import { parseLogLine } from '../support/process.js';
-import { waitFor } from '../support/wait.js';
+import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
 import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 import {
   builtEntryPoints,
@@ -202,9 +202,9 @@ describe('npm start', () => {
 
     // SIGTERM to npm alone, as a supervisor that knows only npm's pid would send it.
     npm.child.kill('SIGTERM');
-    await npm.waitForLog((line) => line['msg'] === 'shutting down: /readyz answers 503' && line['signal'] === 'SIGTERM', { timeoutMs: 5000 });
-    await npm.waitForLog((line) => line['msg'] === 'stopped', { timeoutMs: 10_000 });
-    await npm.exitWithin(10_000);
+    await npm.waitForLog((line) => line['msg'] === 'shutting down: /readyz answers 503' && line['signal'] === 'SIGTERM', { timeoutMs: HANG_GUARD_MS });
+    await npm.waitForLog((line) => line['msg'] === 'stopped', { timeoutMs: HANG_GUARD_MS });
+    await npm.exitWithin(HANG_GUARD_MS);
     await waitFor('the gateway process to be gone', () => !alive(gatewayPid));
     for (const url of urls) expect(await connectOutcome(url), url).toBe('ECONNREFUSED');
   });

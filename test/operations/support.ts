@@ -4,7 +4,7 @@ import { expect } from 'vitest';
 import { call, type HttpAnswer } from '../hostile/support.js';
 import { PASSWORD } from '../support/gateway-fixture.js';
 import { builtEntryPoints, parseLogLine, runToExit, spawnEntry, type Exit, type LogLine, type RunningProcess, type StartOptions } from '../support/process.js';
-import { waitFor } from '../support/wait.js';
+import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
 
 /**
  * Issue 12 (the operator's day two) through the real entry points: the compiled gateway
@@ -50,7 +50,7 @@ export async function startGateway(configFile: string, options: StartOptions = {
   const { mainJs } = await builtEntryPoints();
   const running = spawnEntry(mainJs, configFile, options);
   try {
-    const listening = await running.waitForLog((line) => line['msg'] === 'gateway listening', { timeoutMs: 20_000 });
+    const listening = await running.waitForLog((line) => line['msg'] === 'gateway listening', { timeoutMs: HANG_GUARD_MS });
     return Object.assign(running, {
       httpsUrl: String(listening['https']),
       adminUrl: String(listening['admin']),
@@ -138,7 +138,7 @@ export const CARDS_PATH = '/api/v1/issuing/cards';
 
 /** Logs in over TLS and returns the access token. */
 export async function loginOver(httpsUrl: string, ca: string, username = 'full'): Promise<string> {
-  const answer = await call(`${httpsUrl}/api/v1/auth/login`, { ca, body: JSON.stringify({ username, password: PASSWORD }), timeoutMs: 10_000 });
+  const answer = await call(`${httpsUrl}/api/v1/auth/login`, { ca, body: JSON.stringify({ username, password: PASSWORD }), timeoutMs: HANG_GUARD_MS });
   expect(answer.status, answer.body).toBe(200);
   return (JSON.parse(answer.body) as { accessToken: string }).accessToken;
 }
@@ -155,7 +155,7 @@ export function postCard(
     ca,
     headers: { authorization: `Bearer ${token}` },
     body: JSON.stringify(body),
-    timeoutMs: options.timeoutMs ?? 10_000,
+    timeoutMs: options.timeoutMs ?? HANG_GUARD_MS,
   });
 }
 
@@ -178,7 +178,7 @@ export { validCardBody as cardBody } from '../support/card-fixture.js';
 
 /** GET /metrics on the admin listener: 200 and the Prometheus text. */
 export async function scrape(adminUrl: string): Promise<string> {
-  const answer = await call(`${adminUrl}/metrics`, { timeoutMs: 5000 });
+  const answer = await call(`${adminUrl}/metrics`, { timeoutMs: HANG_GUARD_MS });
   expect(answer.status).toBe(200);
   return answer.body;
 }
