@@ -28,6 +28,7 @@ import { createFrameworkErrorHandler } from './edge/framework-errors.js';
 import { createClientErrorHandler, publicServers, type HardeningDeps, type PublicServers } from './edge/listener-hardening.js';
 import { installNotFound } from './edge/not-found.js';
 import { installRateLimits, permissionHook } from './edge/route-policy.js';
+import type { RefusalHold } from './edge/request-budget.js';
 import { registerCardRoute } from './edge/routes/card-route.js';
 import { registerCardReadRoutes } from './edge/routes/card-read-routes.js';
 import { registerCardStatusRoute } from './edge/routes/card-status-route.js';
@@ -61,6 +62,8 @@ export interface GatewayDependencies {
   connector?: ConnectorClient;
   /** The password hash gate; by default one built from `config.passwordHashing`. */
   hashGate?: PasswordHashGate;
+  /** How a repeated per-address refusal is held (D53); by default a timer. Tests hold it themselves. */
+  holdRefusal?: RefusalHold;
   /** Lets a test add routes to the public or the protected scope before the app is ready. */
   extend?: { public?: (scope: FastifyInstance) => void; protected?: (scope: FastifyInstance) => void };
 }
@@ -165,6 +168,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     },
     budgets: new AddressBudgets(() => config.limits.perAddress, clock),
     perAddress: () => config.limits.perAddress,
+    ...(deps.holdRefusal && { holdRefusal: deps.holdRefusal }),
   };
   const servers = publicServers(hardening);
   const app = Fastify({

@@ -80,6 +80,16 @@ export class AddressBudgets {
     return undefined;
   }
 
+  /**
+   * How long until the current one-second window of `address` ends, by the injected clock (0 to
+   * 1000 ms): when a client refused for its rate may be admitted again.
+   */
+  windowLeftMs(address: string): number {
+    const usage = this.#usage.get(budgetKey(address));
+    if (!usage) return 0;
+    return Math.min(WINDOW_MS, Math.max(0, usage.window + WINDOW_MS - this.clock.now()));
+  }
+
   /** An admitted request of `address` was answered (or its connection closed). */
   finished(address: string): void {
     const usage = this.#usage.get(budgetKey(address));

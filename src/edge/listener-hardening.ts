@@ -15,7 +15,7 @@ import type { AddressRanges } from '../foundation/address-ranges.js';
 import { normaliseAddress } from '../foundation/address-ranges.js';
 import type { AddressBudgets, BudgetRefusal, PerAddressLimits } from './address-budgets.js';
 import { classifyPeer } from './client-origin.js';
-import { budgetRequests } from './request-budget.js';
+import { budgetRequests, type RefusalHold } from './request-budget.js';
 import { errors, toEnvelope, type GatewayError } from '../foundation/errors.js';
 
 /** Deadlines and budgets of the public listeners (D25). */
@@ -63,6 +63,8 @@ export interface HardeningDeps {
   /** D53: per-address budgets, and their limits now. */
   budgets: AddressBudgets;
   perAddress(): PerAddressLimits;
+  /** How a refusal past the first on a connection is held (request-budget.ts); tests replace the timer. */
+  holdRefusal?: RefusalHold;
 }
 
 /**
@@ -201,6 +203,7 @@ export function publicServers(deps: HardeningDeps): PublicServers {
       clock: deps.clock,
       requestsPerSecond: () => deps.perAddress().requestsPerSecond,
       refused: (reason) => deps.events.budgetRefused(reason),
+      ...(deps.holdRefusal && { holdRefusal: deps.holdRefusal }),
     });
   const httpOptions = {
     connectionsCheckingInterval: checkingInterval(limits),

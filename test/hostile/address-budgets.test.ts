@@ -3,9 +3,10 @@ import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { REFUSALS_BEFORE_CLOSE } from '../../src/edge/request-budget.js';
+import { REFUSALS_BEFORE_CLOSE, type RefusalHold } from '../../src/edge/request-budget.js';
 import { CountingStore } from '../support/counting-store.js';
 import { testCertificatePem, testConfig } from '../support/gateway-fixture.js';
+import { waitFor } from '../support/wait.js';
 import { call, CARDS_PATH, INSIDER, listenTestGateway, metricSum, openTls, SECOND_INSIDER, SocketPool, type ListeningGateway } from './support.js';
 
 /**
@@ -30,6 +31,22 @@ const agents: Agent[] = [];
 let invocations = 0;
 const held: (() => void)[] = [];
 
+/**
+ * The refusals the gateway held (a refusal after the first on a connection waits for the
+ * address's second to end): how long each was to wait by the injected clock, and whether its
+ * client left first. Answered at once unless a test holds them itself.
+ */
+const holds: { ms: number; answer: () => void; cancelled: boolean }[] = [];
+let answerHoldsAtOnce = true;
+const holdRefusal: RefusalHold = (ms, answer) => {
+  const hold = { ms, answer, cancelled: false };
+  holds.push(hold);
+  if (answerHoldsAtOnce) setImmediate(answer);
+  return () => {
+    hold.cancelled = true;
+  };
+};
+
 beforeAll(async () => {
   ca = await testCertificatePem();
   clock = new ManualClock(Date.UTC(2026, 0, 1));
@@ -38,6 +55,7 @@ beforeAll(async () => {
     clock,
     store,
     overrides: { limits: { perAddress: LIMITS } },
+    holdRefusal,
     extend: {
       public: (scope) => {
         scope.get(COUNT_PATH, { schema: { hide: true } }, async () => {
@@ -64,6 +82,8 @@ beforeEach(() => {
   clock.advance(10_000);
   invocations = 0;
   store.reset();
+  holds.length = 0;
+  answerHoldsAtOnce = true;
 });
 
 afterEach(() => {
@@ -101,6 +121,9 @@ describe('per-address request budget (limits.perAddress.requestsPerSecond)', () 
     expect(card.status).toBe(429);
     expect(store.counted()).toEqual({});
     expect((await refusals('requests_per_second')) - before).toBe(2);
+    // The first refusal on the connection was answered at once, the second held for what was
+    // left of the address's second (all of it: the clock has not moved).
+    expect(holds.map((hold) => hold.ms)).toEqual([1000]);
 
     // Another address has its own budget.
     expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent: client(SECOND_INSIDER) })).status).toBe(200);
@@ -108,6 +131,7 @@ describe('per-address request budget (limits.perAddress.requestsPerSecond)', () 
     // Just inside the next second the window is still full; at the second it is empty again.
     clock.advance(999);
     expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent })).status).toBe(429);
+    expect(holds.map((hold) => hold.ms)).toEqual([1000, 1]);
     clock.advance(1);
     expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent })).status).toBe(200);
     expect(invocations).toBe(LIMITS.requestsPerSecond + 2);
@@ -121,6 +145,42 @@ describe('per-address request budget (limits.perAddress.requestsPerSecond)', () 
     expect(answers.map((answer) => answer.status)).toEqual(Array(REFUSALS_BEFORE_CLOSE).fill(429));
     expect(answers.slice(0, -1).map((answer) => answer.headers['connection'])).toEqual(Array(REFUSALS_BEFORE_CLOSE - 1).fill('keep-alive'));
     expect(answers.at(-1)?.headers['connection']).toBe('close');
+    expect(holds).toHaveLength(REFUSALS_BEFORE_CLOSE - 1);
+  });
+
+  it("holds a refusal after the first on a connection until the address's second ends, while other addresses are served; a client that leaves ends the hold", async () => {
+    answerHoldsAtOnce = false;
+    const agent = client(INSIDER);
+    for (let i = 0; i < LIMITS.requestsPerSecond; i += 1) expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent })).status).toBe(200);
+    clock.advance(300);
+    // A client told once is told at once.
+    expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent })).status).toBe(429);
+    expect(holds).toHaveLength(0);
+
+    clock.advance(100);
+    let heard = false;
+    const second = call(`${listening.httpsUrl}${COUNT_PATH}`, { agent }).then((answer) => {
+      heard = true;
+      return answer;
+    });
+    await waitFor('the second refusal to be held', () => holds.length === 1);
+    expect(holds[0]!.ms).toBe(600);
+    // Another address is served meanwhile, and the held client has still heard nothing.
+    expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent: client(SECOND_INSIDER) })).status).toBe(200);
+    expect(heard).toBe(false);
+    holds[0]!.answer();
+    const refused = await second;
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.headers['connection']).toBe('keep-alive');
+    expect(invocations).toBe(LIMITS.requestsPerSecond + 1);
+
+    // The third is held too; its client goes away: the hold is cancelled, nothing is answered.
+    const third = call(`${listening.httpsUrl}${COUNT_PATH}`, { agent }).catch((error: Error) => error);
+    await waitFor('the third refusal to be held', () => holds.length === 2);
+    agent.destroy();
+    expect(await third).toBeInstanceOf(Error);
+    await waitFor('the hold of a client that left to be cancelled', () => holds[1]!.cancelled);
   });
 
   it('budgets the client a trusted proxy reports, not the proxy', async () => {

@@ -37,6 +37,7 @@ export interface TestGatewayOptions {
   connector?: GatewayDependencies['connector'];
   /** The password hash gate, to count the hashes logins ran (`admitted`). */
   hashGate?: GatewayDependencies['hashGate'];
+  holdRefusal?: GatewayDependencies['holdRefusal'];
 }
 
 export async function createTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -54,6 +55,7 @@ export async function createTestGateway(options: TestGatewayOptions = {}): Promi
     ...(options.extend && { extend: options.extend }),
     ...(options.connector && { connector: options.connector }),
     ...(options.hashGate && { hashGate: options.hashGate }),
+    ...(options.holdRefusal && { holdRefusal: options.holdRefusal }),
   });
   await gateway.app.ready();
   return {
