@@ -116,7 +116,7 @@ export const ConfigFileSchema = Type.Object(
               maximum: 1_000_000,
               default: 200,
               description:
-                'Requests one client address (after trusted-proxy resolution; IPv6 per /64) may send to one replica per second, across all routes. Past it: 429 rate_limited before routing, body reading, store or token work. Counted per replica, not shared.',
+                'Requests one client address (after trusted-proxy resolution; IPv6 per /64) may send to one replica per second, across all routes. Past it: 429 rate_limited before routing, body reading, store or token work; a further request on the same connection within that second hears its 429 when the second ends, and the third refusal closes the connection. Counted per replica, not shared.',
             }),
             inFlight: PositiveInt({
               maximum: 1_000_000,
