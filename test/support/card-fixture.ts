@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import { canonicalRequestId } from '../../src/cards/card-idempotency.js';
 import type { CardResponse } from '../../src/cards/card-schemas.js';
+import { connectorIdempotencyKey } from '../../src/connector/connector-contract.js';
 import type { ManualClock } from '../../src/foundation/clock.js';
 import { startSandboxConnector, type RunningSandboxConnector, type SandboxMode, type SandboxStats } from '../../src/connector/sandbox/sandbox-connector.js';
 import type { GatewayStore } from '../../src/store/store-types.js';
@@ -91,7 +93,7 @@ export function expectFieldError(response: LightMyRequestResponse, path: string,
  * broken store waits here first.
  */
 export async function cardRecordStored(store: GatewayStore, body: Record<string, unknown>, now: number, issuingAccount = 'acct-eu'): Promise<void> {
-  const recordKey = `${issuingAccount}:${String(body['requestId']).toLowerCase()}`;
+  const recordKey = connectorIdempotencyKey(issuingAccount, canonicalRequestId(String(body['requestId'])));
   await waitFor(`the card record ${recordKey} to be in the store`, async () => (await store.idempotency.peek(recordKey, now)).state === 'completed');
 }
 
