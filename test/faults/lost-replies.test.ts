@@ -141,8 +141,12 @@ describe('idempotency writes whose outcome is unknown are settled once the store
     expect((await readIdempotency(admin, `${PREFIX}idem:{${name}}`)).fields['owner']).toBe('gw-lost');
     expect(store.describe().pendingRepairs).toBe(1);
 
-    await waitFor('the repair to release the lost claim', async () => (await readIdempotency(admin, `${PREFIX}idem:{${name}}`)).state === 'released');
-    expect(store.describe().pendingRepairs).toBe(0);
+    // Read on another connection, the release can be seen before the store has its reply and
+    // takes the repair off its queue: both are waited for.
+    await waitFor(
+      () => `the repair to release the lost claim and leave the queue (${store.describe().pendingRepairs} pending)`,
+      async () => (await readIdempotency(admin, `${PREFIX}idem:{${name}}`)).state === 'released' && store.describe().pendingRepairs === 0,
+    );
     // Free for the retry, which carries the lost attempt forward (D31) like any released claim.
     expect(await store.idempotency.reserve(name, { owner: 'gw-retry', now: Date.now(), leaseMs: 60_000, attempt: ATTEMPT })).toEqual({
       state: 'reserved',

@@ -44,9 +44,18 @@ export const FILLER_PREFIX = 'test-filler:';
 const FILLER_BYTES = 1024;
 
 /**
+ * Under the limit by less than this, a server that just refused a write could take the next one:
+ * the refused command's own query buffer (a filler's kilobyte) is freed after the refusal, and
+ * client buffers come and go by a few kilobytes.
+ */
+const PAST_THE_LIMIT_BYTES = 16 * 1024;
+
+/**
  * `noeviction`, a `maxmemory` `headroomBytes` above what the server uses now, then filler keys
- * until Redis refuses one with OOM: the server is out of memory, as a production Redis is when
- * its data outgrew it. Returns the limit and the number of filler keys written.
+ * until Redis refuses one with OOM; then the limit is put `PAST_THE_LIMIT_BYTES` under what the
+ * server uses, so that it stays out of memory while buffers come and go (a quiet run once had a
+ * card write taken right after the fill). The server is out of memory, as a production Redis is
+ * when its data outgrew it. Returns the limit and the number of filler keys written.
  */
 export async function fillUntilOutOfMemory(admin: Redis, headroomBytes = 256 * 1024): Promise<{ maxmemory: number; fillers: number }> {
   await admin.config('SET', 'maxmemory-policy', 'noeviction');
@@ -57,7 +66,11 @@ export async function fillUntilOutOfMemory(admin: Redis, headroomBytes = 256 * 1
     try {
       await admin.set(`${FILLER_PREFIX}${fillers}`, value);
     } catch (error) {
-      if ((error as Error).message.startsWith('OOM')) return { maxmemory, fillers };
+      if ((error as Error).message.startsWith('OOM')) {
+        const pastTheLimit = (await serverMemory(admin)).used - PAST_THE_LIMIT_BYTES;
+        await admin.config('SET', 'maxmemory', String(pastTheLimit));
+        return { maxmemory: pastTheLimit, fillers };
+      }
       throw error;
     }
   }
