@@ -28,7 +28,7 @@ import { createFrameworkErrorHandler } from './edge/framework-errors.js';
 import { createClientErrorHandler, publicServers, type HardeningDeps, type PublicServers } from './edge/listener-hardening.js';
 import { installNotFound } from './edge/not-found.js';
 import { installRateLimits, permissionHook } from './edge/route-policy.js';
-import type { RefusalHold } from './edge/request-budget.js';
+import { holdWithTimer, type RefusalHold } from './edge/request-budget.js';
 import { registerCardRoute } from './edge/routes/card-route.js';
 import { registerCardReadRoutes } from './edge/routes/card-read-routes.js';
 import { registerCardStatusRoute } from './edge/routes/card-status-route.js';
@@ -168,7 +168,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     },
     budgets: new AddressBudgets(() => config.limits.perAddress, clock),
     perAddress: () => config.limits.perAddress,
-    ...(deps.holdRefusal && { holdRefusal: deps.holdRefusal }),
+    holdRefusal: deps.holdRefusal ?? holdWithTimer,
   };
   const servers = publicServers(hardening);
   const app = Fastify({

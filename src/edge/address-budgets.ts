@@ -11,6 +11,12 @@ export interface PerAddressLimits {
 /** Why a request or a connection was refused: the metrics' `reason`, never the address. */
 export type BudgetRefusal = 'requests_per_second' | 'in_flight' | 'connections_per_second';
 
+/** A refused request: why, and how long until the address's one-second window ends (1 to 1000 ms, by the injected clock). */
+export interface RequestRefusal {
+  readonly reason: Exclude<BudgetRefusal, 'connections_per_second'>;
+  readonly windowLeftMs: number;
+}
+
 interface Usage {
   /** Start (injected clock, ms) of the one-second window the counts below belong to. */
   window: number;
@@ -67,27 +73,19 @@ export class AddressBudgets {
 
   /**
    * Counts a request from `address`: undefined when admitted (then `finished` must be called
-   * once it is answered), else the budget it is over. A refused request counts too: a client
-   * that keeps sending past its budget stays refused.
+   * once it is answered), else the budget it is over and when its window ends. A refused request
+   * counts too: a client that keeps sending past its budget stays refused.
    */
-  admitRequest(address: string): BudgetRefusal | undefined {
+  admitRequest(address: string): RequestRefusal | undefined {
     const usage = this.#use(address);
     const limits = this.limits();
     usage.requests += 1;
-    if (usage.requests > limits.requestsPerSecond) return 'requests_per_second';
-    if (usage.inFlight >= limits.inFlight) return 'in_flight';
-    usage.inFlight += 1;
-    return undefined;
-  }
-
-  /**
-   * How long until the current one-second window of `address` ends, by the injected clock (0 to
-   * 1000 ms): when a client refused for its rate may be admitted again.
-   */
-  windowLeftMs(address: string): number {
-    const usage = this.#usage.get(budgetKey(address));
-    if (!usage) return 0;
-    return Math.min(WINDOW_MS, Math.max(0, usage.window + WINDOW_MS - this.clock.now()));
+    const over = usage.requests > limits.requestsPerSecond ? 'requests_per_second' : usage.inFlight >= limits.inFlight ? 'in_flight' : undefined;
+    if (over === undefined) {
+      usage.inFlight += 1;
+      return undefined;
+    }
+    return { reason: over, windowLeftMs: usage.window + WINDOW_MS - this.clock.now() };
   }
 
   /** An admitted request of `address` was answered (or its connection closed). */

@@ -64,7 +64,7 @@ export interface HardeningDeps {
   budgets: AddressBudgets;
   perAddress(): PerAddressLimits;
   /** How a refusal past the first on a connection is held (request-budget.ts); tests replace the timer. */
-  holdRefusal?: RefusalHold;
+  holdRefusal: RefusalHold;
 }
 
 /**
@@ -203,7 +203,7 @@ export function publicServers(deps: HardeningDeps): PublicServers {
       clock: deps.clock,
       requestsPerSecond: () => deps.perAddress().requestsPerSecond,
       refused: (reason) => deps.events.budgetRefused(reason),
-      ...(deps.holdRefusal && { holdRefusal: deps.holdRefusal }),
+      holdRefusal: deps.holdRefusal,
     });
   const httpOptions = {
     connectionsCheckingInterval: checkingInterval(limits),

@@ -24,8 +24,8 @@ export interface RequestBudgetDeps {
   clock: Clock;
   requestsPerSecond(): number;
   refused(reason: BudgetRefusal): void;
-  /** Answers a held refusal after `ms`; returns what cancels it. By default a timer. */
-  holdRefusal?: RefusalHold;
+  /** Answers a held refusal after `ms`; returns what cancels it ({@link holdWithTimer} outside tests). */
+  holdRefusal: RefusalHold;
 }
 
 /** Runs `answer` after `ms`, unless the returned function is called first. */
@@ -76,14 +76,13 @@ export function budgetRequests(handler: Handler, deps: RequestBudgetDeps): Handl
       handler(request, response);
       return;
     }
-    deps.refused(refusal);
+    deps.refused(refusal.reason);
     const refusals = (refusalsOn.get(socket) ?? 0) + 1;
     refusalsOn.set(socket, refusals);
-    const answer = () => refuse(response, refusal, refusals >= REFUSALS_BEFORE_CLOSE, deps);
-    const holdMs = refusals > 1 ? deps.budgets.windowLeftMs(address) : 0;
-    if (holdMs <= 0) return answer();
+    const answer = () => refuse(response, refusal.reason, refusals >= REFUSALS_BEFORE_CLOSE, deps);
+    if (refusals === 1) return answer();
     // A client that leaves meanwhile ends the hold: nothing is kept for a closed socket.
-    response.once('close', (deps.holdRefusal ?? holdWithTimer)(holdMs, answer));
+    response.once('close', deps.holdRefusal(refusal.windowLeftMs, answer));
   };
 }
 

@@ -3,7 +3,7 @@ import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { REFUSALS_BEFORE_CLOSE, type RefusalHold } from '../../src/edge/request-budget.js';
+import { holdWithTimer, REFUSALS_BEFORE_CLOSE, type RefusalHold } from '../../src/edge/request-budget.js';
 import { CountingStore } from '../support/counting-store.js';
 import { testCertificatePem, testConfig } from '../support/gateway-fixture.js';
 import { waitFor } from '../support/wait.js';
@@ -194,6 +194,19 @@ describe('per-address request budget (limits.perAddress.requestsPerSecond)', () 
     } finally {
       await listening.gw.gateway.reload(await testConfig({ trustedProxies: [], limits: { perAddress: LIMITS } }));
     }
+  });
+});
+
+describe('the hold a gateway uses outside tests (a timer)', () => {
+  it('answers a held refusal once its time is up, and never one whose client left first', async () => {
+    const answered: string[] = [];
+    const cancelLeft = holdWithTimer(0, () => answered.push('left'));
+    holdWithTimer(0, () => answered.push('held'));
+    cancelLeft();
+    // Timers of the same length run in the order they were set: a cancel that did not take would
+    // have answered 'left' first.
+    await waitFor('the held refusal to be answered', () => answered.length > 0);
+    expect(answered).toEqual(['held']);
   });
 });
 

@@ -24,7 +24,7 @@ import {
   type ListeningGateway,
 } from './support.js';
 import { PASSWORD } from '../support/gateway-fixture.js';
-import { waitFor } from '../support/wait.js';
+import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
 
 /**
  * Issue 8, attack 5 (D25): idle raw TCP, idle TLS and trickled headers from an address outside
@@ -67,7 +67,7 @@ async function outsidersAtCap(pool: SocketPool): Promise<number> {
 }
 
 /** Reads one HTTP/1.1 response (with Content-Length) from `socket`; the socket stays open. */
-function readResponse(socket: Socket, timeoutMs = 5000): Promise<{ status: number; head: string; body: string }> {
+function readResponse(socket: Socket, timeoutMs = HANG_GUARD_MS): Promise<{ status: number; head: string; body: string }> {
   return new Promise((resolve, reject) => {
     let buffer = Buffer.alloc(0);
     const cleanup = () => {
