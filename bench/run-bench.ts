@@ -156,7 +156,7 @@ interface Measured {
   /**
    * Store round trips per request: the reads of commands Redis made from its clients' sockets
    * (INFO stats `total_reads_processed`), one per batch the gateway sent. Under load the
-   * client's auto-pipelining merges several requests' commands into one batch, so this falls
+   * store's connection sends several requests' commands in one write, so this falls
    * below a card's sequential round trips; the one-connection pass shows those.
    */
   storeRoundTripsPerRequest: number | undefined;
