@@ -6,6 +6,8 @@ import { PASSWORD } from '../support/gateway-fixture.js';
 import { builtEntryPoints, parseLogLine, runToExit, spawnEntry, type Exit, type LogLine, type RunningProcess, type StartOptions } from '../support/process.js';
 import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
 
+export { connectOutcome } from '../support/ports.js';
+
 /**
  * Issue 12 (the operator's day two) through the real entry points: the compiled gateway
  * (`dist/src/main.js`), the standalone sandbox connector and `npm start`, as child processes on
@@ -77,28 +79,6 @@ export async function occupyPort(host = '127.0.0.1'): Promise<{ port: number; se
   const address = server.address();
   if (address === null || typeof address !== 'object') throw new Error('no port');
   return { port: address.port, server, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
-
-/** Resolves with the error code of a TCP connection attempt, or 'connected'. */
-export async function connectOutcome(url: string, timeoutMs = 3000): Promise<string> {
-  const { connect } = await import('node:net');
-  const target = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect({ host: target.hostname.replace(/^\[|\]$/g, ''), port: Number(target.port) });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve('timeout');
-    }, timeoutMs);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve('connected');
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      resolve(error.code ?? error.message);
-    });
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
