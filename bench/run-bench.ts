@@ -160,6 +160,11 @@ interface Measured {
    * below a card's sequential round trips; the one-connection pass shows those.
    */
   storeRoundTripsPerRequest: number | undefined;
+  /**
+   * Each round's req/s and CPU per request, in the order run: the figures above are their
+   * medians, and their spread is how far this VM moved during the run.
+   */
+  rounds: { rps: number; cpuUsPerRequest: number }[];
   non2xx: number;
   errors: number;
 }
@@ -250,6 +255,7 @@ function summarise(results: RunResult[]): Measured {
     serverCoreBusy: Math.round(median(results.map((r) => (r.rps * r.cpuUs) / 1e6)) * 100) / 100,
     storeCommandsPerRequest: store.length > 0 ? Math.round(median(store) * 100) / 100 : undefined,
     storeRoundTripsPerRequest: trips.length > 0 ? Math.round(median(trips) * 100) / 100 : undefined,
+    rounds: results.map((r) => ({ rps: Math.round(r.rps), cpuUsPerRequest: Math.round(r.cpuUs) })),
     non2xx: results.reduce((sum, r) => sum + r.non2xx, 0),
     errors: results.reduce((sum, r) => sum + r.errors, 0),
   };
