@@ -748,6 +748,14 @@ function printTable(results: ScenarioResult[]): void {
   const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
   process.stdout.write(`${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`);
   process.stdout.write(`server core busy at full load: ${results.map((r) => `${r.name} ${r.serverCoreBusy}`).join(', ')}\n`);
+  // A round far off the others is the VM (or a spell in the server), not the code: say so beside the medians.
+  const uneven = results.filter(
+    (r) => r.rounds.length > 1 && Math.max(...r.rounds.map((x) => x.cpuUsPerRequest)) > 1.3 * Math.min(...r.rounds.map((x) => x.cpuUsPerRequest)),
+  );
+  if (uneven.length > 0)
+    process.stdout.write(
+      `rounds more than 30 % apart in CPU per request (medians above): ${uneven.map((r) => `${r.name} ${r.rounds.map((x) => x.cpuUsPerRequest).join('/')}`).join(', ')}\n`,
+    );
   for (const r of results) {
     if (r.attackAlone)
       process.stdout.write(
