@@ -1,36 +1,25 @@
-import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchingRedis, createRedisClient, createStoreClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { freePort } from '../support/ports.js';
 import { requireRedisUrl, uniquePrefix } from '../support/redis.js';
+import { recordSends } from '../support/redis-sends.js';
 import { HANG_GUARD_MS } from '../support/wait.js';
 
 /**
  * The store's connection writes the commands of one turn of the event loop together (issue
  * 20): what ioredis's auto-pipelining did, without its pipeline object and second promise per
- * command. Counted at the real socket to a real Redis: the calls the socket makes to send what
- * was written to it (`_write` for one chunk, `_writev` for many; each is one send to the kernel).
+ * command. Counted at the real socket to a real Redis (recordSends: each send to the kernel and
+ * the commands in it).
  */
 describe('batched writes to Redis', () => {
   let client: BatchingRedis;
   const prefix = uniquePrefix('batched-writes');
-  const sends: number[] = [];
+  let sent: ReturnType<typeof recordSends>;
 
   beforeAll(async () => {
     client = createRedisClient({ url: requireRedisUrl(), commandTimeoutMs: 1000, connectTimeoutMs: 5000 });
     expect(await waitUntilReady(client, HANG_GUARD_MS)).toBe(true);
-    const socket = client.stream as Socket & { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void };
-    // Both forward to the real socket: nothing is sent differently, only counted.
-    const write = socket._write.bind(socket);
-    const writev = socket._writev.bind(socket);
-    socket._write = (...args) => {
-      sends.push(1);
-      write(...args);
-    };
-    socket._writev = (chunks: unknown, ...rest) => {
-      sends.push((chunks as unknown[]).length);
-      writev(chunks, ...rest);
-    };
+    sent = recordSends(client);
   });
 
   afterAll(async () => {
@@ -39,7 +28,7 @@ describe('batched writes to Redis', () => {
   });
 
   it('sends the commands of one turn in one write, in the order they were made, and a MULTI made meanwhile with them', async () => {
-    sends.length = 0;
+    sent.clear();
     const counts = Array.from({ length: 10 }, () => client.incr(`${prefix}n`));
     const transaction = client.multi().incr(`${prefix}n`).incr(`${prefix}m`).exec();
     const last = client.incr(`${prefix}n`);
@@ -50,17 +39,17 @@ describe('batched writes to Redis', () => {
       [null, 1],
     ]);
     expect(await last).toBe(12);
-    // One send of every chunk: 10 INCRs, the MULTI's one write, and the last INCR.
-    expect(sends).toEqual([12]);
+    // One send: 10 INCRs, the MULTI (its commands in order), and the last INCR.
+    expect(sent.sends).toEqual([[...Array<string>(10).fill('incr'), 'multi', 'incr', 'incr', 'exec', 'incr']]);
     expect(client.stream.writableCorked).toBe(0);
   });
 
   it('sends each later turn in a write of its own', async () => {
-    sends.length = 0;
+    sent.clear();
     expect(await client.incr(`${prefix}m`)).toBe(2);
     await new Promise((resolve) => setImmediate(resolve));
     expect(await client.incr(`${prefix}m`)).toBe(3);
-    expect(sends).toEqual([1, 1]);
+    expect(sent.sends).toEqual([['incr'], ['incr']]);
   });
 
   it('is the connection of the standalone and the Sentinel topologies (a Cluster auto-pipelines its own node connections)', async () => {

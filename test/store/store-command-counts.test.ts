@@ -10,6 +10,7 @@ import { DEFAULT_CREDENTIALS, PASSWORD, testConfig } from '../support/gateway-fi
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../support/redis.js';
 import { CountingStore } from '../support/counting-store.js';
+import { recordSends } from '../support/redis-sends.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -19,7 +20,7 @@ import { waitFor } from '../support/wait.js';
  * table cannot drift from the code; the CPU figures are printed.
  *
  * A card is counted three ways: the calls it makes through the store port (CountingStore),
- * the round trips they take (the batches of commands the client sends together: commands
+ * the round trips they take (the client's sends to Redis, counted at its socket: commands
  * issued in one turn of the event loop go out in one write and are awaited together), and
  * every command Redis runs for it, those inside scripts included (what the benchmark's "store
  * commands per request" counts with INFO commandstats).
@@ -82,9 +83,8 @@ describe('store commands per request type (INFO commandstats)', () => {
   let admin: Redis;
   let store: RedisStore;
   let counting: CountingStore;
-  /** Batches of request commands the client sent (one round trip each), while counting. */
-  let batches = 0;
-  let batching = false;
+  /** The client's sends to Redis (one round trip each when awaited), with the commands in each. */
+  let socketSends: ReturnType<typeof recordSends>;
   // The store's health monitor pings once a second: not a request's cost (PING is excluded).
   let fixture: CardFixture;
   const rows: string[] = [];
@@ -96,16 +96,6 @@ describe('store commands per request type (INFO commandstats)', () => {
     // The test's generous deadline: nothing here is a fault, and a 300 ms one answered a refresh
     // 503 once on a busy machine.
     const client = createRedisClient({ url: redis.url, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, connectTimeoutMs: 5_000 });
-    // Commands sent in one turn of the event loop travel together: one round trip.
-    const send = client.sendCommand.bind(client);
-    client.sendCommand = (command, stream) => {
-      if (!NOT_REQUESTS.has(command.name.toLowerCase()) && !batching) {
-        batching = true;
-        batches += 1;
-        process.nextTick(() => (batching = false));
-      }
-      return send(command, stream);
-    };
     store = new RedisStore(client, uniquePrefix('command-counts'), { commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, deadlineMs: TEST_COMMAND_TIMEOUT_MS + 2_000 });
     counting = new CountingStore(store);
     await waitFor('the store to answer', () =>
@@ -114,6 +104,8 @@ describe('store commands per request type (INFO commandstats)', () => {
         () => false,
       ),
     );
+    // Counted at the socket, as the client really batches (one turn of the event loop, one write).
+    socketSends = recordSends(client);
     // Real limits are raised only so that the measured loops are never refused.
     fixture = await startCardFixture({
       store: counting,
@@ -158,7 +150,7 @@ describe('store commands per request type (INFO commandstats)', () => {
     await waitFor("the warm-up request's store calls to settle", () => counting.inFlight === 0);
     const scripted = new Map<string, number>();
     counting.reset();
-    batches = 0;
+    socketSends.clear();
     const sent = new Map<string, number>();
     let inScripts = 0;
     const watcher = await monitor(redis.port, (source, name) => {
@@ -171,7 +163,8 @@ describe('store commands per request type (INFO commandstats)', () => {
     // MONITOR lines arrive after the replies they describe: let the last ones in.
     await new Promise((resolve) => setTimeout(resolve, 100));
     watcher.destroy();
-    const roundTrips = batches / n;
+    // A send of the health monitor's or this test's own commands alone is not a request's.
+    const roundTrips = socketSends.sends.filter((names) => names.some((name) => !NOT_REQUESTS.has(name))).length / n;
     const portCalls = Object.fromEntries(Object.entries(counting.counted()).map(([name, count]) => [name, count / n]));
 
     await admin.call('CONFIG', 'RESETSTAT');
