@@ -38,6 +38,8 @@ const DURATION = Number(process.env['BENCH_DURATION'] ?? (QUICK ? 3 : 8));
 const WARMUP = QUICK ? 2 : 3;
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const MODERATE_RATE = Number(process.env['BENCH_RATE'] ?? 500);
+/** Root of another built checkout whose gateways run as twins of this one's (see main). */
+const COMPARE = process.env['BENCH_COMPARE'];
 /** Requests of the one-connection pass: latency without any queueing. */
 const SINGLE_SECONDS = Number(process.env['BENCH_SINGLE_DURATION'] ?? (QUICK ? 2 : 5));
 const root = join(import.meta.dirname, '..', '..');
@@ -67,8 +69,8 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function startServer(cpu: number, args: string[], nodeFlags: string[] = []): Promise<Server> {
-  const server = launch(process.execPath, [...nodeFlags, join(distBench, 'serve.js'), ...args], {
+async function startServer(cpu: number, args: string[], nodeFlags: string[] = [], benchDir = distBench): Promise<Server> {
+  const server = launch(process.execPath, [...nodeFlags, join(benchDir, 'serve.js'), ...args], {
     prefix: pinnedTo(cpu),
     cwd: root,
     stdin: 'pipe',
@@ -456,8 +458,8 @@ async function main(): Promise<void> {
   const servers: Server[] = [];
   const redis = await startRedis();
   const cluster = await startCluster();
-  const started = async (cpu: number, args: string[], flags: string[] = []) => {
-    const server = await startServer(cpu, args, flags);
+  const started = async (cpu: number, args: string[], flags: string[] = [], benchDir = distBench) => {
+    const server = await startServer(cpu, args, flags, benchDir);
     servers.push(server);
     return server;
   };
@@ -487,6 +489,14 @@ async function main(): Promise<void> {
     const token = async (server: Server) =>
       String((await httpsJson(server.url, '/api/v1/auth/login', { username: 'bench', password: PASSWORD }, ca))['accessToken']);
     const tokens = { memory: await token(gateways.memory), redis: await token(gateways.redis), cluster: await token(gateways.cluster) };
+    // BENCH_COMPARE=<another checkout, built>: its gateway on memory and on Redis, with the same
+    // configuration and stores, as the twin of each C scenario, run right after it round by round,
+    // so that a change is judged against the code before it in the same minutes of the VM.
+    const startTwins = async (benchDir: string) => {
+      const twins = { memory: await started(0, ['gateway', 'memory', dir], [], benchDir), redis: await started(0, ['gateway', 'redis', dir], [], benchDir) };
+      return { servers: twins, tokens: { memory: await token(twins.memory), redis: await token(twins.redis) } };
+    };
+    const compare = COMPARE ? await startTwins(join(COMPARE, 'dist', 'bench')) : undefined;
     const standard = { connections: CONNECTIONS, rate: MODERATE_RATE };
     // The card lifecycle (G, H): cards of the bench account in the upstream connector, read one at
     // a time and a page of 100 at a time, through the gateway and through the bare proxy (which
@@ -510,15 +520,19 @@ async function main(): Promise<void> {
         load: { url: `${bare.url}/api/v1/issuing/cards`, scenario: 'connector-create', ca: caText },
         shape: standard,
       },
-      ...(['memory', 'redis', 'cluster'] as const).map((kind) => ({
-        name: `C-gateway-create-${kind}`,
-        description: `full gateway, card creation with a fresh requestId, ${kind === 'cluster' ? 'Redis Cluster (3 masters)' : kind} store`,
-        server: gateways[kind],
-        load: onGateway(kind, 'gateway-create', '/api/v1/issuing/cards'),
-        shape: standard,
-        ...(kind === 'redis' && { redis: redis.client }),
-        ...(kind === 'cluster' && { redis: cluster.group }),
-      })),
+      ...(['memory', 'redis', 'cluster'] as const).flatMap((kind) => {
+        const card = (server: Server, token: string, suffix: string, built: string) => ({
+          name: `C-gateway-create-${kind}${suffix}`,
+          description: `full gateway, card creation with a fresh requestId, ${kind === 'cluster' ? 'Redis Cluster (3 masters)' : kind} store${built}`,
+          server,
+          load: throughGateway(server, token, caText, 'gateway-create', '/api/v1/issuing/cards'),
+          shape: standard,
+          ...(kind === 'redis' && { redis: redis.client }),
+          ...(kind === 'cluster' && { redis: cluster.group }),
+        });
+        const twin = kind !== 'cluster' && compare && card(compare.servers[kind], compare.tokens[kind], '-compare', `, served by the build in ${COMPARE}`);
+        return [card(gateways[kind], tokens[kind], '', ''), ...(twin ? [twin] : [])];
+      }),
       {
         name: 'F-gateway-create-redis-under-attack',
         description: `C on Redis while a second process floods logins (random usernames, 1000-character passwords, from 127.0.0.2) and token-shaped 8 KiB URLs (from 127.0.0.3), ${ATTACK_CONCURRENCY} in flight each`,
@@ -756,6 +770,16 @@ function printTable(results: ScenarioResult[]): void {
     process.stdout.write(
       `rounds more than 30 % apart in CPU per request (medians above): ${uneven.map((r) => `${r.name} ${r.rounds.map((x) => x.cpuUsPerRequest).join('/')}`).join(', ')}\n`,
     );
+  // BENCH_COMPARE: each round's CPU per request of this build over the other's, measured minutes
+  // apart at most: below 1 this build is cheaper.
+  for (const twin of results.filter((r) => r.name.endsWith('-compare'))) {
+    const own = results.find((r) => r.name === twin.name.replace(/-compare$/, ''));
+    if (!own) continue;
+    const ratios = own.rounds.map((round, i) => round.cpuUsPerRequest / Math.max(1, twin.rounds[i]?.cpuUsPerRequest ?? 0));
+    process.stdout.write(
+      `${own.name} CPU per request over the compared build's, round by round: ${ratios.map((x) => x.toFixed(2)).join('/')} (median ${median(ratios).toFixed(2)}); one-connection p50 ${own.oneConnection.p50Us} vs ${twin.oneConnection.p50Us} µs\n`,
+    );
+  }
   for (const r of results) {
     if (r.attackAlone)
       process.stdout.write(
