@@ -40,6 +40,8 @@ const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const MODERATE_RATE = Number(process.env['BENCH_RATE'] ?? 500);
 /** Root of another built checkout whose gateways run as twins of this one's (see main). */
 const COMPARE = process.env['BENCH_COMPARE'];
+/** Node flags for the twins only (BENCH_COMPARE may then name this checkout): a runtime setting judged the same way. */
+const COMPARE_FLAGS = process.env['BENCH_COMPARE_FLAGS']?.split(' ').filter(Boolean) ?? [];
 /** Requests of the one-connection pass: latency without any queueing. */
 const SINGLE_SECONDS = Number(process.env['BENCH_SINGLE_DURATION'] ?? (QUICK ? 2 : 5));
 const root = join(import.meta.dirname, '..', '..');
@@ -493,7 +495,10 @@ async function main(): Promise<void> {
     // configuration and stores, as the twin of each C scenario, run right after it round by round,
     // so that a change is judged against the code before it in the same minutes of the VM.
     const startTwins = async (benchDir: string) => {
-      const twins = { memory: await started(0, ['gateway', 'memory', dir], [], benchDir), redis: await started(0, ['gateway', 'redis', dir], [], benchDir) };
+      const twins = {
+        memory: await started(0, ['gateway', 'memory', dir], COMPARE_FLAGS, benchDir),
+        redis: await started(0, ['gateway', 'redis', dir], COMPARE_FLAGS, benchDir),
+      };
       return { servers: twins, tokens: { memory: await token(twins.memory), redis: await token(twins.redis) } };
     };
     const compare = COMPARE ? await startTwins(join(COMPARE, 'dist', 'bench')) : undefined;
