@@ -438,6 +438,8 @@ interface ScenarioResult extends Measured {
   oneConnection: Measured;
   /** The scenario the ratios compare with, when not B-bare-proxy. */
   baseline?: string;
+  /** BENCH_COMPARE: the scenario this one is the other build's twin of. */
+  twinOf?: string;
   /** Attack scenario: the attacker alone, the server's CPU per refused attack request and their rate. */
   attackAlone?: { serverCpuUsPerRefusedRequest: number; refusedPerSecond: number };
 }
@@ -453,6 +455,8 @@ interface Scenario {
   redis?: Redis | NodeGroup;
   /** The scenario the ratios compare with, when not B-bare-proxy (the same calls through the bare proxy). */
   baseline?: string;
+  /** BENCH_COMPARE: the scenario this one is the other build's twin of. */
+  twinOf?: string;
 }
 
 async function main(): Promise<void> {
@@ -526,17 +530,20 @@ async function main(): Promise<void> {
         shape: standard,
       },
       ...(['memory', 'redis', 'cluster'] as const).flatMap((kind) => {
-        const card = (server: Server, token: string, suffix: string, built: string) => ({
-          name: `C-gateway-create-${kind}${suffix}`,
-          description: `full gateway, card creation with a fresh requestId, ${kind === 'cluster' ? 'Redis Cluster (3 masters)' : kind} store${built}`,
+        const name = `C-gateway-create-${kind}`;
+        const card = (server: Server, token: string): Scenario => ({
+          name,
+          description: `full gateway, card creation with a fresh requestId, ${kind === 'cluster' ? 'Redis Cluster (3 masters)' : kind} store`,
           server,
           load: throughGateway(server, token, caText, 'gateway-create', '/api/v1/issuing/cards'),
           shape: standard,
           ...(kind === 'redis' && { redis: redis.client }),
           ...(kind === 'cluster' && { redis: cluster.group }),
         });
-        const twin = kind !== 'cluster' && compare && card(compare.servers[kind], compare.tokens[kind], '-compare', `, served by the build in ${COMPARE}`);
-        return [card(gateways[kind], tokens[kind], '', ''), ...(twin ? [twin] : [])];
+        const own = card(gateways[kind], tokens[kind]);
+        if (kind === 'cluster' || !compare) return [own];
+        const twin = card(compare.servers[kind], compare.tokens[kind]);
+        return [own, { ...twin, name: `${name}-compare`, description: `${twin.description}, served by the build in ${COMPARE}`, twinOf: name }];
       }),
       {
         name: 'F-gateway-create-redis-under-attack',
@@ -638,6 +645,7 @@ async function main(): Promise<void> {
         atModerateRate: { ...summarise(measured.atRate), rate: scenario.shape.rate },
         oneConnection: summarise(measured.single),
         ...(scenario.baseline && { baseline: scenario.baseline }),
+        ...(scenario.twinOf && { twinOf: scenario.twinOf }),
         ...(scenario.attack && {
           attackAlone: {
             serverCpuUsPerRefusedRequest: Math.round(median(attackAloneRuns.map((r) => r.cpuUsPerRefusal))),
@@ -775,10 +783,10 @@ function printTable(results: ScenarioResult[]): void {
     process.stdout.write(
       `rounds more than 30 % apart in CPU per request (medians above): ${uneven.map((r) => `${r.name} ${r.rounds.map((x) => x.cpuUsPerRequest).join('/')}`).join(', ')}\n`,
     );
-  // BENCH_COMPARE: each round's CPU per request of this build over the other's, measured minutes
-  // apart at most: below 1 this build is cheaper.
-  for (const twin of results.filter((r) => r.name.endsWith('-compare'))) {
-    const own = results.find((r) => r.name === twin.name.replace(/-compare$/, ''));
+  // BENCH_COMPARE: each round's CPU per request of this build over the twin's, run seconds apart:
+  // below 1 this build is cheaper.
+  for (const twin of results.filter((r) => r.twinOf !== undefined)) {
+    const own = results.find((r) => r.name === twin.twinOf);
     if (!own) continue;
     const ratios = own.rounds.map((round, i) => round.cpuUsPerRequest / Math.max(1, twin.rounds[i]?.cpuUsPerRequest ?? 0));
     process.stdout.write(

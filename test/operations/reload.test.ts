@@ -10,7 +10,6 @@ import {
   builtEntryPoints,
   call,
   cardBody,
-  connectOutcome,
   FIXED_MTIME_SECONDS,
   isReloadOutcome,
   killAll,
@@ -25,6 +24,7 @@ import {
   waitForAudit,
   type GatewayProcess,
 } from './support.js';
+import { connectOutcome } from '../support/ports.js';
 
 /**
  * Reload of the running process (D22, D40): SIGHUP (or a change of the file) applies the

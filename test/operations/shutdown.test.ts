@@ -11,7 +11,6 @@ import {
   builtEntryPoints,
   call,
   cardBody,
-  connectOutcome,
   killAll,
   loginOver,
   postCard,
@@ -21,6 +20,7 @@ import {
   type BuiltEntryPoints,
   type LogLine,
 } from './support.js';
+import { connectOutcome } from '../support/ports.js';
 
 /**
  * D38 on the real process: at SIGTERM `/readyz` answers 503 (`draining`) at once while the API

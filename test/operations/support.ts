@@ -6,8 +6,6 @@ import { PASSWORD } from '../support/gateway-fixture.js';
 import { builtEntryPoints, parseLogLine, runToExit, spawnEntry, type Exit, type LogLine, type RunningProcess, type StartOptions } from '../support/process.js';
 import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
 
-export { connectOutcome } from '../support/ports.js';
-
 /**
  * Issue 12 (the operator's day two) through the real entry points: the compiled gateway
  * (`dist/src/main.js`), the standalone sandbox connector and `npm start`, as child processes on

@@ -129,7 +129,7 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
         sentinelRetryStrategy: reconnectDelay,
         retryStrategy: reconnectDelay,
       });
-    case 'cluster': {
+    case 'cluster':
       return new Cluster(
         target.nodes.map(({ host, port }) => ({ host, port })),
         {
@@ -153,7 +153,6 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
           }),
         },
       );
-    }
   }
 }
 
