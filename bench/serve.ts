@@ -4,10 +4,14 @@
  *   node dist/bench/serve.js bare-proxy <connectorUrl> <benchDir>
  *   node dist/bench/serve.js gateway <memory|redis|cluster> <benchDir>
  * Prints one JSON line `{"ready":true,...urls}` when listening, then one
- * `{"stats":{heapUsed,rss,handles}}` line per second, and `{"cpu":{...}}` (process CPU time in
- * microseconds) for every `cpu` line on stdin; exits on SIGTERM.
+ * `{"stats":{heapUsed,rss,handles}}` line per second. Lines on stdin: `cpu` answers
+ * `{"cpu":{...}}` (process CPU time in microseconds); `profile-start` starts V8's sampling
+ * profiler and `profile-stop <file>` writes what it sampled since to `<file>` (a .cpuprofile)
+ * and answers `{"profile":"<file>"}`, so a profile covers exactly a measured window. Exits on
+ * SIGTERM, and when stdin ends (the bench that started it is gone).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import httpProxy from '@fastify/http-proxy';
 import Fastify from 'fastify';
@@ -58,9 +62,35 @@ const stats = setInterval(() => {
 }, 1000);
 stats.unref();
 
+let profiler: Session | undefined;
+async function command(line: string): Promise<void> {
+  const [word, argument] = line.trim().split(' ', 2);
+  if (word === 'cpu') say({ cpu: process.cpuUsage() });
+  else if (word === 'profile-start') {
+    profiler = new Session();
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+    say({ profiling: true });
+  } else if (word === 'profile-stop' && profiler && argument) {
+    const { profile } = await profiler.post('Profiler.stop');
+    writeFileSync(argument, JSON.stringify(profile));
+    profiler.disconnect();
+    profiler = undefined;
+    say({ profile: argument });
+  }
+}
+
 process.stdin.setEncoding('utf8');
+let pending = '';
 process.stdin.on('data', (text: string) => {
-  if (text.includes('cpu')) say({ cpu: process.cpuUsage() });
+  pending += text;
+  const lines = pending.split('\n');
+  pending = lines.pop() ?? '';
+  for (const line of lines) void command(line);
+});
+process.stdin.on('end', () => {
+  void close().then(() => process.exit(0));
 });
 
 process.on('SIGTERM', () => {

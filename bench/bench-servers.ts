@@ -1,0 +1,318 @@
+/**
+ * The bench's parts and how they are started: the servers under test (bench/serve.ts, each in
+ * its own process pinned to a core), the Node children (load generator, pairs, attacker), the
+ * private Redis and Redis Cluster, their command counts, and the configuration every bench
+ * gateway shares. Every process started here is owned (bench/own-processes.ts).
+ */
+import { execFileSync } from 'node:child_process';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { cpus, setPriority, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { stringify } from 'yaml';
+import { hashPassword } from '../src/foundation/password-hash.js';
+import { localhostCertificate } from '../tools/launch/certificate.js';
+import { launch, type LaunchedProcess } from '../tools/launch/child-process.js';
+import { freePort } from '../tools/launch/ports.js';
+import { killRedisServer, startLoopbackRedis } from '../tools/launch/redis-server.js';
+import { processCpuMicros } from './cpu-time.js';
+import { ownProcess } from './own-processes.js';
+import { BENCH_ACCOUNT } from './request-templates.js';
+
+export const root = join(import.meta.dirname, '..', '..');
+export const distBench = join(root, 'dist', 'bench');
+export const PASSWORD = 'bench-password-not-secret';
+/** Usernames the auth mix rotates over: at ~30 logins/s each is used about twice a minute. */
+export const AUTH_USERS = 1000;
+/** Body sizes of the hostile-body scenario: the default bodyLimit and the largest one allowed. */
+export const HOSTILE_SIZES = [16 * 1024, 1024 * 1024];
+
+export const pinning = (() => {
+  try {
+    execFileSync('taskset', ['-c', '0', 'true']);
+    return cpus().length >= 2;
+  } catch {
+    return false;
+  }
+})();
+
+/** The words that pin a process to `cpu`, or none where taskset is missing. */
+export const pinnedTo = (cpu: number): string[] => (pinning ? ['taskset', '-c', String(cpu)] : []);
+
+export interface Server {
+  /** What it serves, for messages and the profile's file name. */
+  name: string;
+  process: LaunchedProcess;
+  url: string;
+  stats: { heapUsed: number; rss: number; handles: number }[];
+  /**
+   * User + system CPU time the server process has used so far, in microseconds: read from
+   * /proc (bench/cpu-time.ts) at once, or asked of the process where /proc cannot say.
+   */
+  cpuMicros(): Promise<number>;
+  /** Starts V8's sampling profiler in the server; `stopProfile` writes what it sampled to `file`. */
+  startProfile(): Promise<void>;
+  stopProfile(file: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startServer(name: string, cpu: number, args: string[], nodeFlags: string[] = [], benchDir = distBench): Promise<Server> {
+  const server = ownProcess(
+    launch(process.execPath, [...nodeFlags, join(benchDir, 'serve.js'), ...args], {
+      prefix: pinnedTo(cpu),
+      cwd: root,
+      stdin: 'pipe',
+      stderr: 'inherit',
+    }),
+  );
+  const stats: Server['stats'] = [];
+  const waiters: { cpu: ((micros: number) => void)[]; profiling: (() => void)[]; profile: (() => void)[] } = { cpu: [], profiling: [], profile: [] };
+  server.onJsonLine((line) => {
+    const message = line as { stats?: Server['stats'][number]; cpu?: { user: number; system: number }; profiling?: true; profile?: string };
+    if (message.stats) stats.push(message.stats);
+    if (message.cpu) waiters.cpu.shift()?.(message.cpu.user + message.cpu.system);
+    if (message.profiling) waiters.profiling.shift()?.();
+    if (message.profile) waiters.profile.shift()?.();
+  });
+  const ready = await server.untilJsonLine((line) => line['ready'] === true && typeof line['url'] === 'string', {
+    guardMs: 120_000,
+    what: `server ${name} to say it is ready`,
+  });
+  const url = String(ready['url']);
+  const ask = <T>(queue: ((value: T) => void)[], line: string) =>
+    new Promise<T>((resolve) => {
+      queue.push(resolve);
+      server.child.stdin!.write(`${line}\n`);
+    });
+  return {
+    name,
+    process: server,
+    url,
+    stats,
+    cpuMicros: async () => processCpuMicros(server.pid) ?? (await ask<number>(waiters.cpu, 'cpu')),
+    startProfile: () => ask<void>(waiters.profiling, 'profile-start'),
+    stopProfile: (file) => ask<void>(waiters.profile, `profile-stop ${file}`),
+    stop: async () => {
+      await server.stop('SIGTERM');
+    },
+  };
+}
+
+/**
+ * Runs a Node child of the bench (`load.js`, `pairs.js`, `attack.js`) on the load generator's
+ * CPU and resolves with the JSON of its last stdout line. The attacker runs there too, at the
+ * lowest priority (nice 19): it floods with whatever CPU the load generator and the upstream
+ * leave, and can never take the load generator's core (on the server's core it would slow the
+ * gateway by stealing its CPU, which no gateway defence can change, and a real attacker's CPU is
+ * not the gateway's).
+ */
+export async function runChild<T>(script: 'load.js' | 'pairs.js' | 'attack.js', options: object, label: string): Promise<T> {
+  const child = ownProcess(launch(process.execPath, [join(distBench, script), JSON.stringify(options)], { prefix: pinnedTo(1), stderr: 'inherit' }));
+  // taskset execs node in the same process: the pid is the attacker's.
+  if (script === 'attack.js' && child.pid > 0) setPriority(child.pid, 19);
+  // 'close' comes after stdout is drained: the last line is all there.
+  await child.closed;
+  const { code } = await child.exited;
+  const last = child.stdout().trim().split('\n').pop();
+  if (code !== 0 || !last) throw new Error(`${label} exited with ${code}`);
+  return JSON.parse(last) as T;
+}
+
+export interface StoreCounts {
+  commands: number;
+  roundTrips: number;
+}
+
+/**
+ * Calls of every command but INFO, and reads of commands from client sockets (round trips) but
+ * those of INFO, from one `INFO commandstats stats`. Every INFO comes alone in its read: the
+ * bench's own and the gateway's health check (one a second). Leaving them out makes a
+ * difference of two counts exactly the gateway's other commands and reads between them (the
+ * bench's INFO at the start is counted in the end's calls, its read in the start's reads).
+ */
+export async function storeCounts(redis: Redis): Promise<StoreCounts> {
+  // Several sections in one INFO need Redis 7; before it, two calls (the second one's read is then counted too).
+  const info = String(await redis.call('INFO', 'commandstats', 'stats').catch(async () => `${await redis.info('commandstats')}\n${await redis.info('stats')}`));
+  let commands = 0;
+  let infos = 0;
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (match[1] === 'info') infos += Number(match[2]);
+    else if (!match[1]?.startsWith('config')) commands += Number(match[2]);
+  }
+  const reads = Number(/^total_reads_processed:(\d+)/m.exec(info)?.[1] ?? 0);
+  return { commands, roundTrips: reads - infos };
+}
+
+export function httpsJson(url: string, path: string, body: object, ca: Buffer, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, url), { method: 'POST', ca, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(JSON.parse(text) as Record<string, unknown>) : reject(new Error(`${path}: ${res.statusCode} ${text}`)),
+      );
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+/** Creates `count` cards through a gateway, one after another; their ids, newest last. */
+export async function seedCards(url: string, token: string, ca: Buffer, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const body = JSON.stringify({ requestId: randomUUID(), cardLimit: 125000, currency: 'EUR', metadata: { card_name: `Bench ${i}` } });
+    const text = await new Promise<string>((resolve, reject) => {
+      const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+      const req = request(new URL('/api/v1/issuing/cards', url), { method: 'POST', ca, headers }, (res) => {
+        let answer = '';
+        res.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+        res.on('end', () => (res.statusCode === 201 ? resolve(answer) : reject(new Error(`seeding a card: ${res.statusCode} ${answer}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    ids.push(String((JSON.parse(text) as Record<string, unknown>)['cardId']));
+  }
+  return ids;
+}
+
+export async function prepare(dir: string, connectorUrl: string, redisUrl: string, clusterNodes: readonly string[]): Promise<void> {
+  const pems = await localhostCertificate();
+  writeFileSync(join(dir, 'tls.crt'), pems.cert);
+  writeFileSync(join(dir, 'tls.key'), pems.key);
+  writeFileSync(join(dir, 'signing.key'), generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }));
+  writeFileSync(join(dir, 'card.key'), randomBytes(32).toString('base64'));
+  // One hash serves every benchmark credential (same password): 1 + AUTH_USERS credentials,
+  // so the auth mix can rotate usernames and stay within the real 5/min limits (D11).
+  const passwordHash = await hashPassword(PASSWORD);
+  const credential = (id: string, username: string) => ({
+    id,
+    username,
+    passwordHash,
+    issuingAccount: BENCH_ACCOUNT,
+    permissions: ['cards:create', 'cards:reveal', 'cards:read'],
+    addressRanges: [],
+    active: true,
+  });
+  writeFileSync(
+    join(dir, 'credentials.yaml'),
+    stringify({ credentials: [credential('cred-bench', 'bench'), ...Array.from({ length: AUTH_USERS }, (_, i) => credential(`cred-auth-${i}`, `auth-${i}`))] }),
+  );
+  const stores = {
+    memory: { kind: 'memory' },
+    redis: { kind: 'redis', redis: { url: redisUrl, keyPrefix: 'bench:' } },
+    cluster: { kind: 'redis', redis: { cluster: { nodes: clusterNodes }, keyPrefix: 'bench:' } },
+  };
+  for (const kind of ['memory', 'redis', 'cluster', 'hostile'] as const) {
+    const config = {
+      environment: 'sandbox',
+      listeners: { https: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } },
+      tls: { cert: { file: 'tls.crt' }, key: { file: 'tls.key' } },
+      // 127.0.0.1 (the load generator) also stands for a load balancer: the auth mix sends
+      // X-Forwarded-For from 10/8 to look like many clients. The attacker (127.0.0.2, .3) is not trusted.
+      trustedProxies: ['127.0.0.1/32'],
+      allowlist: ['127.0.0.0/8', '10.0.0.0/8'],
+      store: stores[kind === 'hostile' ? 'memory' : kind],
+      connector: { url: connectorUrl, timeoutMs: 5000, connections: 64 },
+      tokens: { issuer: 'https://bench.invalid/', audience: 'card-issuing-bench', signingKey: { kid: 'bench-1', privateKey: { file: 'signing.key' } } },
+      credentialsFile: 'credentials.yaml',
+      issuingAccounts: { [BENCH_ACCOUNT]: { currencies: ['EUR'] } },
+      cards: { encryptionKey: { kid: 'bench-1', key: { file: 'card.key' } }, ...(kind === 'hostile' && { bodyLimitBytes: HOSTILE_SIZES.at(-1) }) },
+      audit: { file: `audit-${kind}.jsonl` },
+      logging: { level: 'info' },
+      // The per-address budgets (D53) stay at their defaults: the card load spreads its requests
+      // over CLIENT_ADDRESSES forwarded addresses, and the attacker is held to its share. The
+      // hostile-body scenario sends every body from one address: its limits must not answer for the reader.
+      // The lifecycle scenarios read as fast as they can with one credential: its read limit must not answer for the gateway.
+      rateLimits: {
+        cardReads: { points: 100_000_000, windowSeconds: 60 },
+        ...(kind === 'hostile' && { loginPerAddress: { points: 1_000_000, windowSeconds: 60 } }),
+      },
+      ...(kind === 'hostile' && {
+        limits: { perAddress: { requestsPerSecond: 1_000_000, inFlight: 100_000, connectionsPerSecond: 100_000 } },
+      }),
+    };
+    writeFileSync(join(dir, `gateway-${kind}.yaml`), stringify(config));
+  }
+}
+
+/**
+ * A private redis-server on `port`, owned by the bench. One that exits before it answers PING is
+ * reported by the launcher; one whose launch fails here cannot be owned, and is killed by it.
+ */
+async function ownRedis(port: number, extraArgs: readonly string[] = []) {
+  const started = await startLoopbackRedis(port, extraArgs);
+  ownProcess(started.child);
+  return started;
+}
+
+/** Store commands across several nodes (a Cluster's masters): the sum of their INFO commandstats. */
+export class NodeGroup {
+  constructor(readonly clients: Redis[]) {}
+  async count(): Promise<StoreCounts> {
+    const total = { commands: 0, roundTrips: 0 };
+    for (const client of this.clients) {
+      const counts = await storeCounts(client);
+      total.commands += counts.commands;
+      total.roundTrips += counts.roundTrips;
+    }
+    return total;
+  }
+}
+
+/**
+ * A local Redis Cluster of three masters (no replicas: the two cores are for the gateway, and a
+ * replica changes nothing for the gateway's own cost), formed with redis-cli.
+ */
+export async function startCluster(): Promise<{ nodes: string[]; group: NodeGroup; stop(): void }> {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-bench-cluster-'));
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const servers = await Promise.all(
+    ports.map((port) => ownRedis(port, ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir])),
+  );
+  const clients = ports.map((port) => connectedClient(`redis://127.0.0.1:${port}`));
+  await Promise.all(clients.map((client) => client.connect()));
+  const nodes = ports.map((port) => `127.0.0.1:${port}`);
+  execFileSync('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-yes'], { stdio: 'ignore' });
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const info = await clients[0]!.cluster('INFO');
+    if (info.includes('cluster_state:ok')) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    nodes,
+    group: new NodeGroup(clients),
+    stop: () => {
+      for (const client of clients) client.disconnect();
+      for (const { child } of servers) void killRedisServer(child);
+    },
+  };
+}
+
+/** A redis-server of the benchmark's own: nothing else runs commands on it, so its counts are the gateway's. */
+export async function startRedis(): Promise<{ url: string; client: Redis; stop(): void }> {
+  const port = await freePort();
+  const { child } = await ownRedis(port);
+  const url = `redis://127.0.0.1:${port}`;
+  const client = connectedClient(url);
+  await client.connect();
+  await client.ping();
+  return {
+    url,
+    client,
+    stop: () => {
+      client.disconnect();
+      void killRedisServer(child);
+    },
+  };
+}
+
+/** A connection for counting commands on a server that already answers PING (the launcher waited for it). */
+function connectedClient(url: string): Redis {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+  client.on('error', () => undefined);
+  return client;
+}
