@@ -89,10 +89,10 @@ const NODE: readonly Rule[] = [
   { item: 'Node: other', urls: /^node:/ },
 ];
 
-const SPECIAL: Record<string, string> = {
-  '(garbage collector)': 'garbage collection (main thread)',
-  '(program)': 'V8 and native code outside JavaScript ((program))',
-};
+const SPECIAL = new Map([
+  ['(garbage collector)', 'garbage collection (main thread)'],
+  ['(program)', 'V8 and native code outside JavaScript ((program))'],
+]);
 
 const matches = (rule: Rule, frame: { functionName: string; url: string }) =>
   (rule.urls !== undefined && frame.url !== '' && rule.urls.test(frame.url)) ||
@@ -117,7 +117,7 @@ export function profileItems(profile: CpuProfile, mainUsPerRequest: number): Pro
   const classify = (id: number): string | undefined => {
     if (itemOf.has(id)) return itemOf.get(id);
     const leaf = byId.get(id)!;
-    let item: string | undefined = SPECIAL[leaf.callFrame.functionName];
+    let item: string | undefined = SPECIAL.get(leaf.callFrame.functionName);
     if (leaf.callFrame.functionName === '(idle)') item = undefined;
     else if (!item) {
       const stack: { functionName: string; url: string }[] = [];
