@@ -14,7 +14,7 @@
  * Every scenario's own figures (req/s, latency under load, store commands) come from its runs
  * alone. Prints the tables and writes bench/results.json.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -43,7 +43,7 @@ import type { LoadOptions, LoadResult } from './load.js';
 import { threadCpuMicros } from './cpu-time.js';
 import { killOwnProcessesOnExit, ownProcess } from './own-processes.js';
 import type { PairsOptions, PairsResult } from './pairs.js';
-import { printProfileItems, profileItems, type CpuProfile } from './profile-items.js';
+import { printProfileItems, profileItems, type CpuProfile, type ProfileItem } from './profile-items.js';
 import { CARDS_PATH, CLIENT_ADDRESSES, BENCH_ACCOUNT, requestTemplate, type RequestTemplate } from './request-templates.js';
 import { soak } from './soak.js';
 import { startWrk, wrkVersion } from './wrk.js';
@@ -78,6 +78,8 @@ const COMPARE = process.env['BENCH_COMPARE'];
 const COMPARE_FLAGS = process.env['BENCH_COMPARE_FLAGS']?.split(' ').filter(Boolean) ?? [];
 /** Concurrent requests each flood of the "under attack" scenario keeps in flight. */
 const ATTACK_CONCURRENCY = env('BENCH_ATTACK_CONCURRENCY', 16);
+/** Below this share of CPU 0 for the two servers of the A/A, the run says the machine was busy with other work. */
+const BUSY_CORE = 0.8;
 /** Logins sent one at a time to count a login's store round trips. */
 const LOGINS_COUNTED = 10;
 
@@ -698,7 +700,10 @@ async function main(): Promise<void> {
         fixedRateRounds: FIXED_RATE_ROUNDS,
         ...(only && { only }),
       },
-      yardstick: { aa: { band: AA_BAND, ...verdict }, comparisons: comparisonResults },
+      yardstick: {
+        aa: { band: AA_BAND, ...verdict, serversCoreShare: aa.atTheSameTime.coreBusy.median, coreShareAtLeast: BUSY_CORE },
+        comparisons: comparisonResults,
+      },
       goals: { ...goals, met: goalsMet },
       ...(loginCost && { login: { storeCommands: loginCost.commands, storeRoundTrips: loginCost.roundTrips, logins: LOGINS_COUNTED } }),
       ...(underAttack && { underAttack }),
@@ -728,6 +733,7 @@ async function main(): Promise<void> {
     await Promise.all(servers.map((server) => server.stop()));
     redis.stop();
     cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -740,10 +746,9 @@ async function main(): Promise<void> {
 async function profile(chosen: readonly Comparison[]): Promise<void> {
   const out = join(root, 'bench', 'profiles');
   mkdirSync(out, { recursive: true });
-  const done = new Set<string>();
+  const profiled = new Map<string, { items: ProfileItem[]; cpuUsPerRequest: number; mainUsPerRequest: number }>();
   for (const spec of chosen.flatMap((c) => [c.baseline, c.subject])) {
-    if (done.has(spec.name)) continue;
-    done.add(spec.name);
+    if (profiled.has(spec.name)) continue;
     process.stderr.write(`bench: profiling ${spec.name} for ${PROFILE_SECONDS} s\n`);
     const file = join(out, `${spec.name}.cpuprofile`);
     await spec.server.startProfile();
@@ -764,9 +769,33 @@ async function profile(chosen: readonly Comparison[]): Promise<void> {
     };
     const items = profileItems(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile, mainUsPerRequest);
     writeFileSync(join(out, `${spec.name}.json`), `${JSON.stringify({ ...window, items }, null, 2)}\n`);
+    profiled.set(spec.name, { items, cpuUsPerRequest: run!.cpuUsPerRequest, mainUsPerRequest });
     printProfileItems(spec.name, items, window);
   }
+  for (const comparison of chosen.slice(1)) printItemDifference(comparison.baseline.name, comparison.subject.name, profiled);
   process.stdout.write(`profiles and their windows in ${out}\n`);
+}
+
+/** Side by side, item by item, what the subject spends per request over what the baseline does. */
+function printItemDifference(
+  baseline: string,
+  subject: string,
+  profiled: Map<string, { items: ProfileItem[]; cpuUsPerRequest: number; mainUsPerRequest: number }>,
+): void {
+  const [b, s] = [profiled.get(baseline), profiled.get(subject)];
+  if (!b || !s) return;
+  const usOf = (items: ProfileItem[], item: string) => items.find((x) => x.item === item)?.usPerRequest ?? 0;
+  const otherThreads = 'other threads (V8 GC helpers, libuv pool: file writes)';
+  const names = [...new Set([...s.items, ...b.items].map((x) => x.item))];
+  const rows = names
+    .map((item) => [item, usOf(b.items, item), usOf(s.items, item)] as const)
+    .concat([[otherThreads, b.cpuUsPerRequest - b.mainUsPerRequest, s.cpuUsPerRequest - s.mainUsPerRequest]])
+    .sort((x, y) => y[2] - y[1] - (x[2] - x[1]));
+  process.stdout.write(`\n${subject} over ${baseline}, µs of CPU per request (${s.cpuUsPerRequest.toFixed(0)} against ${b.cpuUsPerRequest.toFixed(0)}):\n`);
+  table(
+    ['item', baseline, subject, 'difference'],
+    rows.map(([item, bu, su]) => [item, bu.toFixed(1), su.toFixed(1), `${su - bu >= 0 ? '+' : ''}${(su - bu).toFixed(1)}`]),
+  );
 }
 
 const mergeCounts = (runs: Record<string, number>[]) =>
@@ -801,6 +830,11 @@ function printYardstick(
       "CPU efficiency = baseline CPU per request / subject CPU per request (1.0 = the baseline's cost); tax = subject - baseline, one connection, interleaved pairs\n",
   );
   table(header, rows);
+  const core = results[0]?.atTheSameTime.coreBusy.median ?? 0;
+  if (core < BUSY_CORE)
+    process.stdout.write(
+      `The servers had ${core.toFixed(2)} of CPU 0 between them in the A/A (a quiet machine gives them about 0.95): other work ran on their core, and no ratio of this run is to be read.\n`,
+    );
   const say = (what: string, v: ReturnType<typeof judgeAa>) =>
     `${what}: ${v.within} of ${v.rounds} rounds within ${AA_BAND.low}-${AA_BAND.high} (needs ${v.needed}): ${v.trusted ? 'trusted' : 'NOT trusted (the machine was too noisy for this run to judge a goal)'}`;
   process.stdout.write(`A/A ${say('at the same time', together)}; ${say('one after the other', apart)}\n\n`);
