@@ -40,17 +40,31 @@ export const pinning = (() => {
 
 /**
  * BENCH_NICE=-10 (root only): every process of the bench runs at that priority, so that on a
- * machine shared with other work the servers keep most of their core. It makes a busy machine
- * less busy for the bench, not quiet: other work still runs in its turns, and the A/A and the
- * servers' share of their core say how far that went. The attacker stays at 19.
+ * machine shared with other work the servers keep more of their core. Where the kernel groups
+ * processes by session for scheduling (autogroup, /proc/sys/kernel/sched_autogroup_enabled), a
+ * process's nice counts only against its own session: each bench process then starts a session
+ * of its own (`setsid`) and the bench sets that session's nice (/proc/<pid>/autogroup). It makes
+ * a busy machine less busy for the bench, not quiet: the A/A and the servers' share of their core
+ * say how far that went. The attacker stays at 19.
  */
 export const NICE = process.env['BENCH_NICE'] === undefined ? undefined : Number(process.env['BENCH_NICE']);
 
-/** The words that pin a process to `cpu` (none where taskset is missing), behind `nice` with BENCH_NICE. */
+/** The words that pin a process to `cpu` (none where taskset is missing), in a session of its own at BENCH_NICE when set. */
 export const pinnedTo = (cpu: number): string[] => [
-  ...(NICE === undefined ? [] : ['nice', '-n', String(NICE)]),
+  ...(NICE === undefined ? [] : ['setsid', 'nice', '-n', String(NICE)]),
   ...(pinning ? ['taskset', '-c', String(cpu)] : []),
 ];
+
+/** Gives a process started with {@link pinnedTo} its priority: its session's, where the kernel groups by session. */
+export function prioritise(pid: number, nice = NICE): void {
+  if (nice === undefined || pid <= 0) return;
+  try {
+    setPriority(pid, nice);
+    writeFileSync(`/proc/${pid}/autogroup`, String(nice));
+  } catch {
+    // No autogroup (or not root): the process's own nice is what there is.
+  }
+}
 
 export interface Server {
   /** What it serves, for messages and the profile's file name. */
@@ -78,6 +92,7 @@ export async function startServer(name: string, cpu: number, args: string[], nod
       stderr: 'inherit',
     }),
   );
+  prioritise(server.pid);
   const stats: Server['stats'] = [];
   const waiters: { cpu: ((micros: number) => void)[]; profiling: (() => void)[]; profile: (() => void)[] } = { cpu: [], profiling: [], profile: [] };
   server.onJsonLine((line) => {
@@ -122,7 +137,10 @@ export async function startServer(name: string, cpu: number, args: string[], nod
 export async function runChild<T>(script: 'load.js' | 'pairs.js' | 'attack.js', options: object, label: string): Promise<T> {
   const child = ownProcess(launch(process.execPath, [join(distBench, script), JSON.stringify(options)], { prefix: pinnedTo(1), stderr: 'inherit' }));
   // taskset execs node in the same process: the pid is the attacker's.
-  if (script === 'attack.js' && child.pid > 0) setPriority(child.pid, 19);
+  if (script === 'attack.js' && child.pid > 0) {
+    setPriority(child.pid, 19);
+    prioritise(child.pid, NICE === undefined ? undefined : 19);
+  } else prioritise(child.pid);
   // 'close' comes after stdout is drained: the last line is all there.
   await child.closed;
   const { code } = await child.exited;
@@ -257,7 +275,7 @@ export async function prepare(dir: string, connectorUrl: string, redisUrl: strin
 async function ownRedis(port: number, extraArgs: readonly string[] = []) {
   const started = await startLoopbackRedis(port, extraArgs);
   ownProcess(started.child);
-  if (NICE !== undefined && started.child.pid !== undefined) setPriority(started.child.pid, NICE);
+  if (started.child.pid !== undefined && NICE !== undefined) setPriority(started.child.pid, NICE);
   return started;
 }
 
@@ -281,6 +299,7 @@ export class NodeGroup {
  */
 export async function startCluster(): Promise<{ nodes: string[]; group: NodeGroup; stop(): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-cluster-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   const ports = [await freePort(), await freePort(), await freePort()];
   const servers = await Promise.all(
     ports.map((port) => ownRedis(port, ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir])),
