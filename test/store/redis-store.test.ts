@@ -5,16 +5,26 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError, type StoredCard, type TokenRef } from '../../src/store/store-types.js';
-import { createTestRedisStore, keysWithPrefix, readIdempotency, requireRedisUrl, unusedPort, uniquePrefix, type TestRedisStore } from '../support/redis.js';
+import {
+  createTestRedisStore,
+  inspectorOf,
+  keysWithPrefix,
+  readIdempotency,
+  requireRedisUrl,
+  unusedPort,
+  uniquePrefix,
+  type TestRedisStore,
+} from '../support/redis.js';
 import { everyStoreOperation, sampleRecord, storeContract } from './store-contract.js';
+import { decodeStoredCard } from '../../src/store/redis/card-record-codec.js';
 
 const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
 
 storeContract(
   'redis',
   async () => {
-    const { store, cleanup } = await createTestRedisStore('contract');
-    return { store, cleanup };
+    const { store, client, prefix, cleanup } = await createTestRedisStore('contract');
+    return { store, cleanup, inspect: inspectorOf(client, prefix) };
   },
   'standalone',
 );
@@ -69,7 +79,7 @@ describe('RedisStore: what it writes (D18)', () => {
     expect(stored.state).toBe('completed');
     expect(Object.keys(stored.fields).sort()).toEqual(['exp', 'record']);
     expect(stored.fields['exp']).toBe(String(T0 + DAY));
-    expect(JSON.parse(stored.fields['record'] ?? 'null')).toStrictEqual(record);
+    expect(decodeStoredCard(stored.fields['record'] ?? '')).toStrictEqual(record);
     const raw = (await client.get(keys[0] ?? '')) ?? '';
     expect(raw).not.toContain(pan);
     expect(raw).not.toMatch(/"(pan|cvc)"/);

@@ -58,18 +58,60 @@ export function everyStoreOperation(store: () => GatewayStore, token: TokenRef):
 }
 
 /**
- * The contract every GatewayStore implementation keeps (D3-D6, D11, D11a, D16-D18), run once per
- * implementation. `make` returns a fresh, empty store for each test.
+ * How a Redis store's records look from inside Redis: its key prefix and the `MEMORY USAGE` of
+ * one of its keys (asked through a script on the key, so that a Cluster client sends it to the
+ * key's shard). The memory store has none.
  */
-export function storeContract(name: string, make: () => Promise<{ store: GatewayStore; cleanup(): Promise<void> }>, topology?: StoreTopology): void {
+export interface StoreInspector {
+  readonly prefix: string;
+  memoryUsage(key: string): Promise<number>;
+  /** Writes `value` under `key` as a plain string, as another version of the gateway would. */
+  setRaw(key: string, value: string, ttlMs: number): Promise<void>;
+}
+
+export type MadeStore = { store: GatewayStore; cleanup(): Promise<void>; inspect?: StoreInspector };
+
+/** A production-like key prefix (`cig:production:`): record sizes below are quoted for keys this long. */
+const PRODUCTION_PREFIX_LENGTH = 'cig:production:'.length;
+/** A card record as the gateway writes it, with fields of the usual lengths (the sandbox connector's ids, a 16-digit PAN). */
+async function typicalCardRecord(): Promise<StoredCard> {
+  const { CardSealer } = await import('../../src/cards/card-sealing.js');
+  const { requestFingerprint } = await import('../../src/cards/request-fingerprint.js');
+  const sealer = new CardSealer({ kid: 'card-2026-01', key: Buffer.alloc(32, 7) });
+  return {
+    fingerprint: requestFingerprint({ requestId: randomUUID(), cardLimit: 125000, currency: 'EUR' }),
+    creator: 'cred-travel-eu',
+    card: {
+      cardId: 'card_0f3c5e7a9b1d2f4a6c8e0b2d',
+      maskedPan: '************4242',
+      maskedCvc: '***',
+      expMonth: 7,
+      expYear: 2031,
+      status: 'active',
+      requestedCardLimit: 125000,
+      cardLimit: 131250,
+      currency: 'EUR',
+      createdAt: '2026-11-28T10:15:30.123Z',
+    },
+    sealedSecrets: sealer.seal({ pan: '4242424242424242', cvc: '123' }, 'acct-travel-eu:request'),
+  };
+}
+
+/**
+ * The contract every GatewayStore implementation keeps (D3-D6, D11, D11a, D16-D18), run once per
+ * implementation. `make` returns a fresh, empty store for each test (and, for Redis, a look inside).
+ */
+export function storeContract(name: string, make: () => Promise<MadeStore>, topology?: StoreTopology): void {
   describe(`GatewayStore contract: ${name}`, () => {
     let store: GatewayStore;
     let cleanup: (() => Promise<void>) | undefined;
+    let inspect: StoreInspector | undefined;
 
     beforeEach(async () => {
       const made = await make();
       store = made.store;
       cleanup = made.cleanup;
+      inspect = made.inspect;
     });
 
     afterEach(async () => {
@@ -512,6 +554,54 @@ export function storeContract(name: string, make: () => Promise<{ store: Gateway
         await store.idempotency.complete(KEY, { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 1 });
         expect(await store.idempotency.peek(KEY, T0 + 2)).toStrictEqual({ state: 'completed', record });
       });
+
+      it('round-trips the shapes a compact record keeps apart: masks of every kind, a createdAt in another spelling', async () => {
+        const base = sampleRecord();
+        const shapes: StoredCard['card'][] = [
+          { ...base.card, maskedPan: '4242', maskedCvc: '****', createdAt: '2024-02-29T23:59:59Z' },
+          { ...base.card, maskedPan: '*', maskedCvc: '', createdAt: '2024-02-29T23:59:59.000+00:00' },
+          { ...base.card, maskedPan: '**42**', maskedCvc: '12*', createdAt: 'not a date', status: 'canceled' },
+          { ...base.card, maskedPan: '', maskedCvc: '*', createdAt: '1970-01-01T00:00:00.000Z' },
+        ];
+        for (const [index, card] of shapes.entries()) {
+          const key = `acct-shapes:${index}`;
+          const record: StoredCard = { ...base, card };
+          await store.idempotency.reserve(key, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
+          await store.idempotency.complete(key, { owner: 'a', record, expiresAt: T0 + DAY, now: T0 + 1 });
+          expect(await store.idempotency.peek(key, T0 + 2)).toStrictEqual({ state: 'completed', record });
+          expect(await store.idempotency.reserve(key, { owner: 'b', now: T0 + 3, leaseMs: LEASE, attempt: attemptOf('b') })).toStrictEqual({
+            state: 'completed',
+            record,
+          });
+        }
+      });
+
+      // Redis only: the memory store keeps objects, not bytes.
+      if (topology !== undefined && topology !== 'memory')
+        it('keeps a typical card record within 500 B of Redis memory (MEMORY USAGE, issue 35), where the previous encoding took more', async () => {
+          if (!inspect) throw new Error(`the ${topology} store gives no look inside Redis`);
+          const record = await typicalCardRecord();
+          // A key as long as a production one: `cig:production:idem:{acct-...:<requestId>}`.
+          const requestId = randomUUID();
+          const account = 'a'.repeat(Math.max(1, PRODUCTION_PREFIX_LENGTH + 'acct-travel-eu'.length - inspect.prefix.length));
+          const name = `${account}:${requestId}`;
+          await store.idempotency.reserve(name, { owner: 'a', now: T0, leaseMs: LEASE, attempt: attemptOf('a') });
+          await store.idempotency.complete(name, { owner: 'a', record, expiresAt: Date.now() + DAY, now: Date.now() });
+          const bytes = await inspect.memoryUsage(`${inspect.prefix}idem:{${name}}`);
+          // The same record in the previous version's encoding (the StoredCard's JSON), under a key as long.
+          const previousName = `${account}:${randomUUID()}`;
+          await inspect.setRaw(`${inspect.prefix}idem:{${previousName}}`, `c|${Date.now() + DAY}|${JSON.stringify(record)}`, DAY);
+          const previousBytes = await inspect.memoryUsage(`${inspect.prefix}idem:{${previousName}}`);
+          console.info(`[${name.length + inspect.prefix.length + 7}-byte key] card record: ${bytes} B of MEMORY USAGE (previous encoding: ${previousBytes} B)`);
+          expect(bytes).toBeLessThanOrEqual(500);
+          expect(previousBytes).toBeGreaterThan(500);
+          // and what the previous version wrote is still a replay (a rolling upgrade)
+          expect(await store.idempotency.peek(previousName, Date.now())).toStrictEqual({ state: 'completed', record });
+          expect(await store.idempotency.reserve(previousName, { owner: 'b', now: Date.now(), leaseMs: LEASE, attempt: attemptOf('b') })).toStrictEqual({
+            state: 'completed',
+            record,
+          });
+        });
     });
 
     describe('lockouts (D11a)', () => {
