@@ -51,7 +51,7 @@ export function registerLoginRoute(app: FastifyInstance, sessions: SessionServic
                   accessTokenExpiresAt: 1795472013,
                   idToken: 'eyJhbGciOiJFZERTQSIsImtpZCI6ImxvY2FsLTEifQ.eyJzdWIiOiJjcmVkLWRlbW8iLCJhdWQiOiJkZW1vIn0.c2lnbmF0dXJl',
                   idTokenExpiresAt: 1795472013,
-                  refreshToken: '7MbKbXsJQzSuOP97ThUJgA.N5PsicsE3NTuQ2v0m2bq5w9aV1nK3s8yJ0cXhRk4fLw',
+                  refreshToken: '7MbKbXsJQzSuOP97ThUJgA.0.N5PsicsE3NTuQ2v0m2bq5w9aV1nK3s8yJ0cXhRk4fLw',
                   refreshTokenExpiresAt: 1795554813,
                 },
               },
