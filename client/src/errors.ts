@@ -164,7 +164,7 @@ const GATEWAY_CODE_HINTS: Partial<Record<string, string>> = {
   refresh_token_revoked:
     'the refresh token family was revoked (a logout elsewhere, an old refresh token reused after its 60 s grace, or the credential deactivated or given a new password since the login)',
   refresh_token_expired: "the refresh token expired (24 h after it was issued, or at the session's end, a week after its login by default)",
-  refresh_token_invalid: 'the refresh token is unknown or already revoked',
+  refresh_token_invalid: 'the refresh token is unknown, malformed or of another credential',
   token_expired: 'the access token expired before it could be refreshed',
   token_revoked: 'the session ended with its credential: deactivated or given a new password since the login',
   token_invalid: 'the access token is not accepted',

@@ -19,6 +19,13 @@ export interface RoutePolicy {
   /** The permissions the request needs, in order, each with the message its refusal answers. */
   permission?: (request: FastifyRequest) => readonly { readonly permission: Permission; readonly refusal: string }[];
   limits?: readonly LimitedAction[];
+  /**
+   * The limits counted after the body are started before the handler but not awaited there: the
+   * handler awaits `request.limitsChecked` beside its own first store calls, before any work the
+   * limits guard, so that they share one round trip to the store (login: the per-username limit,
+   * the lockout and the new family, issue 35).
+   */
+  limitsWithHandler?: boolean;
   /** A function when only some requests of the route are audited (a read that reveals). */
   audited?: boolean | ((request: FastifyRequest) => boolean);
 }
@@ -28,6 +35,8 @@ declare module 'fastify' {
     /** The client's address: socket or trusted-proxy report, IPv4-mapped unwrapped (D10). */
     clientAddress: string;
     principal: Principal | undefined;
+    /** With `limitsWithHandler`: settles once the route's limits counted after the body passed (rejects with the 429). */
+    limitsChecked: Promise<void> | undefined;
   }
   interface FastifyContextConfig {
     policy?: RoutePolicy;

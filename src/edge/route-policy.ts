@@ -61,6 +61,7 @@ const BEFORE_BODY: ReadonlySet<LimitedAction> = new Set(['loginAddress', 'cardRe
  * request was counted against (D11, D49).
  */
 export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRateLimits; outcomes: Outcomes }): void {
+  app.decorateRequest('limitsChecked', undefined);
   /** States of the limits already passed before the body, for the headers of the answer. */
   const early = new WeakMap<FastifyRequest, LimitState[]>();
   const apply = async (request: FastifyRequest, actions: readonly LimitedAction[], states: LimitState[]): Promise<void> => {
@@ -85,16 +86,23 @@ export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRate
     );
   });
   app.addHook('preHandler', (request, reply, done) => {
-    const declared = request.routeOptions.config.policy?.limits;
+    const policy = request.routeOptions.config.policy;
+    const declared = policy?.limits;
     if (!declared || declared.length === 0) return done();
     const states = early.get(request) ?? [];
-    apply(
+    const checked = apply(
       request,
       declared.filter((action) => !BEFORE_BODY.has(action)),
       states,
     ).then(() => {
       reply.headers(rateLimitHeaders(states));
-      done();
-    }, done);
+    });
+    if (policy.limitsWithHandler) {
+      // Counted now, awaited by the handler beside its own first store calls: one write to the store.
+      checked.catch(() => undefined);
+      request.limitsChecked = checked;
+      return done();
+    }
+    checked.then(() => done(), done);
   });
 }

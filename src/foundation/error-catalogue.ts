@@ -119,7 +119,7 @@ export const ERROR_CATALOGUE = {
   refresh_token_invalid: {
     status: 401,
     message: 'Refresh token is invalid',
-    description: 'The refresh token is unknown, malformed or of another credential (at logout also: already revoked).',
+    description: 'The refresh token is unknown, malformed or of another credential.',
     retry: 'no',
     challenge: null,
   },
@@ -134,7 +134,7 @@ export const ERROR_CATALOGUE = {
     status: 401,
     message: 'Refresh token is revoked',
     description:
-      'The session was logged out, an old refresh token was presented after its grace period (the session is now revoked), or the session ended with its credential (deactivated or password changed, D41).',
+      'The session was logged out, an old refresh token was presented after its grace period (the session is now revoked), or the session ended with its credential (deactivated or password changed, D41); at refresh and at logout alike.',
     retry: 'no',
     challenge: null,
   },

@@ -23,6 +23,8 @@ export function instrumentStore(store: GatewayStore, metrics: GatewayMetrics): G
   return {
     sessions: {
       createFamily: timed('create_family', (input) => sessions.createFamily(input)),
+      // The undo of a login's family write (the login failed): timed with it.
+      discardFamily: timed('create_family', (familyId) => sessions.discardFamily(familyId)),
       rotate: timed('rotate', (input) => sessions.rotate(input)),
       revokeFamily: timed('revoke', (input) => sessions.revokeFamily(input)),
     },
@@ -34,7 +36,7 @@ export function instrumentStore(store: GatewayStore, metrics: GatewayMetrics): G
     },
     lockouts: {
       recordFailure: timed('lockout', (key, input) => lockouts.recordFailure(key, input)),
-      lockedUntil: timed('lockout', (key, now) => lockouts.lockedUntil(key, now)),
+      read: timed('lockout', (key, now) => lockouts.read(key, now)),
       reset: timed('lockout', (key) => lockouts.reset(key)),
     },
     notBefore: {

@@ -34,16 +34,31 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-/** Addresses one refresh token inside its family; every key of a family shares its hash tag. */
+/**
+ * Addresses one refresh token (D3): its family, its generation in the family (0 at login, one
+ * more at each rotation) and the SHA-256 of the whole token. Every key of a family shares its
+ * hash tag. A token of the format before issue 35 has no generation: the Redis store serves it
+ * from the records that format wrote (a token key per token), until those sessions end.
+ */
 export interface TokenRef {
   familyId: string;
+  generation?: number;
   tokenHash: string;
 }
 
 /** `ended`: the session ended with its credential's secret (D41); the family is revoked. */
-export type RotateOutcome = 'rotated' | 'unknown' | 'mismatch' | 'revoked' | 'ended' | 'expired' | 'reuse';
-/** A rotation's answer; a new token's expiry never passes its session's end (D41). */
-export type RotateResult = { outcome: 'rotated'; expiresAt: number } | { outcome: Exclude<RotateOutcome, 'rotated'> };
+export type RotateOutcome = 'rotated' | 'sibling' | 'unknown' | 'mismatch' | 'revoked' | 'ended' | 'expired' | 'reuse';
+/**
+ * A rotation's answer; a new token's expiry never passes its session's end (D41).
+ * - `rotated`: the proposed successor is now the family's current token.
+ * - `sibling`: the presented token is the previous generation, within its grace (D5): the
+ *   family's current token is answered again, as the successor the first rotation stored
+ *   sealed under the presented token (`sealed`), with its hash and expiry. Nothing changes.
+ */
+export type RotateResult =
+  | { outcome: 'rotated'; expiresAt: number }
+  | { outcome: 'sibling'; expiresAt: number; sealed: string; tokenHash: string }
+  | { outcome: Exclude<RotateOutcome, 'rotated' | 'sibling'> };
 export type RevokeOutcome = 'revoked' | 'unknown' | 'mismatch' | 'already-revoked' | 'ended' | 'expired' | 'rotated-out';
 
 /**
@@ -56,28 +71,48 @@ export interface SessionBinding {
   notBefore: number;
 }
 
-/** Refresh-token families (D3-D6, D41). Every instant is epoch ms from the injected clock. */
+/**
+ * Refresh-token families (D3-D6, D41), each one record of constant size however often it is
+ * refreshed: the current generation's token hash, expiry and successor seal, the previous
+ * generation's hash and expiry, and the instant of the last rotation (docs/operations/redis.md,
+ * "How a session is kept"). Every instant is epoch ms from the injected clock.
+ */
 export interface SessionStore {
   /**
-   * Login: a new family holding its first token. The family keeps its login instant (`now`),
-   * the credential's secret fingerprint and its absolute end (`endsAt`); `expiresAt` is the
-   * first token's, at or before `endsAt`.
+   * Login: a new family whose current token is `token` (generation 0). The family keeps its
+   * login instant (`now`), the credential's secret fingerprint and its absolute end (`endsAt`);
+   * `expiresAt` is the first token's, at or before `endsAt`.
    */
   createFamily(input: { token: TokenRef; credentialId: string; fingerprint: string; expiresAt: number; endsAt: number; now: number }): Promise<void>;
   /**
-   * Refresh (D5): the presented token refreshes if it is live and either not yet rotated or
-   * rotated less than `graceMs` ago; each success adds `newTokenHash` to the family, expiring
-   * at `newExpiresAt` or the family's end, whichever is first. Presented after the grace it is
-   * reuse: the family is revoked. A family that fails its binding has ended (D41): revoked,
-   * whatever the token. Atomic.
+   * Removes a family whose login did not complete: its first token never left the gateway
+   * (written in the login's first round trip, before the password was checked).
+   */
+  discardFamily(familyId: string): Promise<void>;
+  /**
+   * Refresh (D5). The current generation's token rotates: `next` (its hash, and its secret
+   * sealed under the presented token) becomes current, expiring at `newExpiresAt` or the
+   * family's end, whichever is first, and the presented one previous, with the grace running
+   * from `now`. The previous generation's token within `graceMs` of that rotation is a sibling:
+   * answered the current token again (RotateResult), the family unchanged. The previous one past
+   * the grace, or any older generation, is reuse: the family is revoked. A family that fails its
+   * binding has ended (D41): revoked, whatever the token. Atomic.
    */
   rotate(
-    input: { token: TokenRef; credentialId: string; newTokenHash: string; newExpiresAt: number; now: number; graceMs: number } & SessionBinding,
+    input: {
+      token: TokenRef;
+      credentialId: string;
+      next: { tokenHash: string; sealed: string };
+      newExpiresAt: number;
+      now: number;
+      graceMs: number;
+    } & SessionBinding,
   ): Promise<RotateResult>;
   /**
-   * Logout (D6): revokes the whole family of a live token. A token presented after its grace
-   * is reuse (D5): the family is revoked too, and the answer is `rotated-out`. A family that
-   * fails its binding has ended (D41): revoked, answer `ended`. Atomic.
+   * Logout (D6): revokes the whole family of a live token of its current or previous
+   * generation. A token presented after its grace, or of an older generation, is reuse (D5):
+   * the family is revoked too, and the answer is `rotated-out`. A family that fails its binding
+   * has ended (D41): revoked, answer `ended`. Atomic.
    */
   revokeFamily(input: { token: TokenRef; credentialId: string; now: number; graceMs: number } & SessionBinding): Promise<RevokeOutcome>;
 }
@@ -160,12 +195,20 @@ export interface IdempotencyStore {
   release(key: string, input: { owner: string; now: number; keepUntil: number }): Promise<void>;
 }
 
+/** Where one submitted username stands with the lockout (D11a). */
+export interface LockoutState {
+  /** The lock-out end when locked out at the instant asked about, else 0. */
+  lockedUntil: number;
+  /** Consecutive failures counted towards the next lock-out (0: a success has nothing to reset). */
+  failures: number;
+}
+
 /** Failed-login lockout (D11a). */
 export interface LockoutStore {
   /** Counts one failure; returns the lock-out end (epoch ms) when this failure triggers one, else 0. */
   recordFailure(key: string, input: { now: number; maxFailures: number; lockoutMs: number }): Promise<number>;
-  /** The lock-out end when `key` is locked out at `now`, else 0. */
-  lockedUntil(key: string, now: number): Promise<number>;
+  /** Where `key` stands at `now`. */
+  read(key: string, now: number): Promise<LockoutState>;
   reset(key: string): Promise<void>;
 }
 

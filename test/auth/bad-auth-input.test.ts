@@ -279,7 +279,11 @@ describe('bad input to the authentication endpoints', () => {
     });
 
     it('refuses the refresh token as a bearer token', async () => {
-      expectUnauthorized(await bearing(session.refreshToken), MALFORMED_HEADER);
+      // `<family>.<generation>.<secret>` has a JWS's three parts, and is no JWS
+      expectUnauthorized(await bearing(session.refreshToken), INVALID);
+      // a token of the format before issue 35 (`<family>.<secret>`) is not even shaped like one
+      const [family, , secret] = session.refreshToken.split('.');
+      expectUnauthorized(await bearing(`${family}.${secret}`), MALFORMED_HEADER);
     });
   });
 });

@@ -34,7 +34,8 @@ export interface LifecycleStore {
 }
 
 const DAY_SECONDS = 86_400;
-const LOGOUT_REFUSED = 'Refresh token is invalid or already revoked';
+/** Logout answers an unknown token, or one of another credential, as refresh does. */
+const LOGOUT_REFUSED = 'Refresh token is invalid';
 
 /**
  * The session-token lifecycle of spec 2.1, 3, 5 and D1-D7, driven through the HTTP API with a
@@ -93,8 +94,8 @@ export function tokenLifecycleSuite(name: string, makeStore: (clock: ManualClock
         expect(claims).toMatchObject({ sub: 'cred-full', iat: T0_SECONDS, exp: T0_SECONDS + 3600, iss: 'https://sandbox.test/', aud: 'card-issuing-sandbox' });
         expect(typeof claims.jti).toBe('string');
         expect(decodeJwt(session.idToken)).toMatchObject({ sub: 'cred-full', aud: 'full', auth_time: T0_SECONDS, exp: T0_SECONDS + 3600 });
-        // D3: opaque, not a JWT; a 22-character family id and a 43-character (256-bit) secret.
-        expect(session.refreshToken).toMatch(/^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
+        // D3: opaque, not a JWT; a 22-character family id, its generation (0 at login) and a 43-character (256-bit) secret.
+        expect(session.refreshToken).toMatch(/^[A-Za-z0-9_-]{22}\.0\.[A-Za-z0-9_-]{43}$/);
       });
     });
 
@@ -188,7 +189,12 @@ export function tokenLifecycleSuite(name: string, makeStore: (clock: ManualClock
         const third = await refreshOk(gw, session.accessToken, session.refreshToken);
         at(gw, rotatedAt + 59_999);
         const fourth = await refreshOk(gw, session.accessToken, session.refreshToken);
-        expect(new Set([first, second, third, fourth].map((r) => r.refreshToken)).size).toBe(4);
+        // Each use within the grace is answered the token the first rotation issued (and a new
+        // access token): the family has one current token, whichever request got there first.
+        expect(new Set([first, second, third, fourth].map((r) => r.refreshToken))).toEqual(new Set([first.refreshToken]));
+        expect(new Set([first, second, third, fourth].map((r) => r.refreshTokenExpiresAt))).toEqual(new Set([T0_SECONDS + 10 + DAY_SECONDS]));
+        expect(new Set([first, second, third, fourth].map((r) => r.accessToken)).size).toBe(4);
+        expect(first.refreshToken.split('.').slice(0, 2)).toEqual([session.refreshToken.split('.')[0], '1']);
 
         // The grace ran from the first rotation (+10 s), not from the later uses.
         at(gw, rotatedAt + 60 * SECOND);
@@ -227,6 +233,10 @@ export function tokenLifecycleSuite(name: string, makeStore: (clock: ManualClock
         const [family] = session.refreshToken.split('.');
         const forged = `${family}.${'A'.repeat(43)}`;
         expectUnauthorized(await postRefresh(gw, session.accessToken, forged), 'Refresh token is invalid');
+        // the family's generations, with a secret it never issued: unknown, and nothing is revoked
+        for (const generation of [0, 1, 7])
+          expectUnauthorized(await postRefresh(gw, session.accessToken, `${family}.${generation}.${'A'.repeat(43)}`), 'Refresh token is invalid');
+        await refreshOk(gw, session.accessToken, session.refreshToken);
         expectUnauthorized(await postRefresh(gw, session.accessToken, 'not-a-refresh-token'), 'Refresh token is invalid');
         expectUnauthorized(await postRefresh(gw, session.accessToken, session.accessToken), 'Refresh token is invalid');
       });
@@ -249,7 +259,7 @@ export function tokenLifecycleSuite(name: string, makeStore: (clock: ManualClock
         expectUnauthorized(await getWhoami(gw, session.accessToken), 'Access token is expired');
       });
 
-      it('refuses an unknown, a malformed, an already revoked and an expired refresh token with 401', async () => {
+      it('refuses an unknown, a malformed, an already revoked and an expired refresh token with 401, as refresh does', async () => {
         const { gw } = await open({ tolerance: 0 });
         const session = await login(gw);
         const stale = await login(gw);
@@ -258,7 +268,9 @@ export function tokenLifecycleSuite(name: string, makeStore: (clock: ManualClock
         expectUnauthorized(await postLogout(gw, session.accessToken, 'garbage'), LOGOUT_REFUSED);
 
         expect((await postLogout(gw, session.accessToken, session.refreshToken)).statusCode).toBe(200);
-        expectUnauthorized(await postLogout(gw, session.accessToken, session.refreshToken), LOGOUT_REFUSED);
+        // a session revoked already: what refresh answers for its tokens too
+        expectUnauthorized(await postLogout(gw, session.accessToken, session.refreshToken), 'Refresh token is revoked');
+        expectUnauthorized(await postRefresh(gw, session.accessToken, session.refreshToken), 'Refresh token is revoked');
 
         at(gw, DAY_SECONDS * SECOND);
         const bearer = await login(gw);
@@ -286,7 +298,8 @@ export function tokenLifecycleSuite(name: string, makeStore: (clock: ManualClock
         const session = await login(gw);
         const next = await refreshOk(gw, session.accessToken, session.refreshToken);
         at(gw, 60 * SECOND);
-        expectUnauthorized(await postLogout(gw, next.accessToken, session.refreshToken), LOGOUT_REFUSED);
+        // the answer refresh gives for it (issue 35: it was refresh_token_invalid here)
+        expectUnauthorized(await postLogout(gw, next.accessToken, session.refreshToken), 'Refresh token is revoked');
         expectUnauthorized(await postRefresh(gw, next.accessToken, next.refreshToken), 'Refresh token is revoked');
         expect(gw.audit.events().map((event) => event.event)).toContain('refresh.reuse_detected');
       });

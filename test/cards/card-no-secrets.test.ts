@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CardSealer } from '../../src/cards/card-sealing.js';
-import type { StoredCard } from '../../src/store/store-types.js';
+import { decodeStoredCard } from '../../src/store/redis/card-record-codec.js';
 import { createCard, expectCard, setConnectorMode, startCardFixture, validCardBody, type CardAnswer, type CardFixture } from '../support/card-fixture.js';
 import { createTestRedisStore, keysWithPrefix, readIdempotency, type TestRedisStore } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
@@ -132,7 +132,7 @@ describe('no plaintext PAN or CVC anywhere the gateway writes (D18, D21)', () =>
       expect(entry, `no record for ${recordKey}`).toBeDefined();
       const stored = await readIdempotency(redis.client, entry?.[0] ?? '');
       expect(stored.state).toBe('completed');
-      const record = JSON.parse(stored.fields['record'] ?? '{}') as StoredCard;
+      const record = decodeStoredCard(stored.fields['record'] ?? '');
       const card = revealed[index];
       expect(card).toBeDefined();
       expect(record.card.cardId).toBe(card?.cardId);

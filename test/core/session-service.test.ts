@@ -110,7 +110,7 @@ describe('login', () => {
     expect(session.accessTokenExpiresAt).toBe(start + config.tokens.accessTokenTtlSeconds);
     expect(session.idTokenExpiresAt).toBe(start + config.tokens.accessTokenTtlSeconds);
     expect(session.refreshTokenExpiresAt).toBe(start + 86_400);
-    expect(session.refreshToken).toMatch(/^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
+    expect(session.refreshToken).toMatch(/^[A-Za-z0-9_-]{22}\.0\.[A-Za-z0-9_-]{43}$/);
     expect(familyOf(session.refreshToken)).toMatchObject({ credentialId: 'cred-full', revoked: false });
     expect(harness.outcomes()).toEqual([{ name: 'login.succeeded', credential: 'cred-full' }]);
   });
@@ -218,11 +218,11 @@ describe('logout', () => {
     await expectRefused(refresh(session.refreshToken), 'refresh_token_revoked');
   });
 
-  it('refuses a second logout of the same family as invalid, not as success', async () => {
+  it('refuses a second logout of the same family as revoked (what refresh answers), not as success', async () => {
     const session = await login();
     await logout(session.refreshToken);
 
-    await expectRefused(logout(session.refreshToken), 'refresh_token_invalid');
+    await expectRefused(logout(session.refreshToken), 'refresh_token_revoked');
     expect(harness.outcomes().at(-1)).toEqual({ name: 'logout.failed', credential: 'cred-full', reason: 'already-revoked' });
   });
 

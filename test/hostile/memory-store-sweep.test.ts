@@ -71,7 +71,7 @@ describe('memory store size is bounded by live data', () => {
           attempt: { fingerprint: 'f', requestedCardLimit: 100, credentialId: 'cred-full' },
         });
         await store.sessions.createFamily({
-          token: { familyId: `fam-${i}`, tokenHash: `hash-${i}` },
+          token: { familyId: `fam-${i}`, generation: 0, tokenHash: `hash-${i}` },
           credentialId: 'cred-full',
           fingerprint: 'fp',
           expiresAt: now() + 24 * HOUR,
@@ -80,23 +80,23 @@ describe('memory store size is bounded by live data', () => {
         });
         await idempotency.complete(`acct:card-${i}`, { owner: 'o', record: storedCard(), expiresAt: now() + 24 * HOUR, now: now() });
       }
-      expect(sizes(store)).toEqual({ families: FLOOD, tokens: FLOOD, idempotency: 2 * FLOOD, lockouts: FLOOD });
+      expect(sizes(store)).toEqual({ families: FLOOD, idempotency: 2 * FLOOD, lockouts: FLOOD });
 
       // T0 + 31 min: the flood's failure counts are dead (idle for a lockout period, never
       // locked), the claims' leases ran out. Live: a locked-out user and a fresh failure.
       clock.advance(31 * MINUTE);
       for (let i = 0; i < LOCKOUT.maxFailures; i += 1) await store.lockouts.recordFailure('locked-user', { now: now(), ...LOCKOUT });
       await store.lockouts.recordFailure('recent-user', { now: now(), ...LOCKOUT });
-      expect(await store.lockouts.lockedUntil('locked-user', now())).toBeGreaterThan(now());
+      expect((await store.lockouts.read('locked-user', now())).lockedUntil).toBeGreaterThan(now());
       await letItSweep();
       expect(store.size().lockouts, 'failed-login records left 31 min after a flood of unknown usernames').toBe(2);
       expect(store.size().idempotency, 'idempotency records left after the abandoned claims expired').toBe(FLOOD);
-      expect(await store.lockouts.lockedUntil('locked-user', now())).toBeGreaterThan(now());
+      expect((await store.lockouts.read('locked-user', now())).lockedUntil).toBeGreaterThan(now());
 
       // T0 + 12 h: one live session and one live card record, created later.
       clock.set(T0 + 12 * HOUR);
       await store.sessions.createFamily({
-        token: { familyId: 'fam-live', tokenHash: 'hash-live' },
+        token: { familyId: 'fam-live', generation: 0, tokenHash: 'hash-live' },
         credentialId: 'cred-full',
         fingerprint: 'fp',
         expiresAt: now() + 24 * HOUR,
@@ -108,15 +108,15 @@ describe('memory store size is bounded by live data', () => {
       // T0 + 24 h + 1 min: the flood's sessions and card records have expired; the live ones have not.
       clock.set(T0 + 24 * HOUR + MINUTE);
       await letItSweep();
-      expect(sizes(store)).toEqual({ families: 1, tokens: 1, idempotency: 1, lockouts: 0 });
+      expect(sizes(store)).toEqual({ families: 1, idempotency: 1, lockouts: 0 });
       expect((await store.idempotency.peek('acct:card-live', now())).state).toBe('completed');
       expect(
         await store.sessions.rotate({
-          token: { familyId: 'fam-live', tokenHash: 'hash-live' },
+          token: { familyId: 'fam-live', generation: 0, tokenHash: 'hash-live' },
           credentialId: 'cred-full',
           fingerprint: 'fp',
           notBefore: 0,
-          newTokenHash: 'hash-next',
+          next: { tokenHash: 'hash-next', sealed: 's' },
           newExpiresAt: now() + HOUR,
           now: now(),
           graceMs: 60 * SECOND,

@@ -9,6 +9,7 @@ import { rawTestConfig, testCertificatePem, writeTestConfig, type RawConfig, typ
 import { deleteKeysWithPrefix, readIdempotency, requireRedisUrl, uniquePrefix } from '../support/redis.js';
 import { HANG_GUARD_MS, waitFor } from '../support/wait.js';
 import { builtEntryPoints, cardBody, killAll, loginOver, postCard, startGateway, type GatewayProcess } from './support.js';
+import { decodeStoredCard } from '../../src/store/redis/card-record-codec.js';
 
 /**
  * D37 through the real process and a real Redis: records sealed under card-record key A stay
@@ -46,7 +47,7 @@ describe('card-record key rotation (D37) across restarts', () => {
     await waitFor(`the idempotency record of ${requestId}`, async () => (await readIdempotency(redis, key)).state === 'completed');
     const record = (await readIdempotency(redis, key)).fields['record'];
     expect(record, `the idempotency record of ${requestId}`).toBeDefined();
-    return (JSON.parse(record ?? '{}') as { sealedSecrets: string }).sealedSecrets;
+    return decodeStoredCard(record ?? '').sealedSecrets;
   }
 
   /** Stops the running gateway (SIGTERM, exit 0) and starts one on `cards`. */

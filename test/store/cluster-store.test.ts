@@ -9,6 +9,7 @@ import {
   NODE_TIMEOUT_MS,
   keySlot,
   openTopologyStore,
+  openTopologyStoreWithClient,
   startCluster,
   storeSection,
   type ClusterShard,
@@ -77,11 +78,11 @@ describe('Cluster topology (D35)', () => {
 
   it("spreads keys over the shards, keeps each script's keys in one slot and every key under the prefix", async () => {
     const prefix = `test:${randomUUID().slice(0, 8)}:`;
-    const store = await openTopologyStore(cluster(), { prefix });
+    const { store, client } = await openTopologyStoreWithClient(cluster(), { prefix });
     try {
       const families = Array.from({ length: 30 }, () => `fam_${randomUUID()}`);
       for (const familyId of families) {
-        const token = { familyId, tokenHash: `h_${randomUUID()}` };
+        const token = { familyId, generation: 0, tokenHash: `h_${randomUUID()}` };
         await store.sessions.createFamily({
           token,
           credentialId: 'c',
@@ -90,38 +91,68 @@ describe('Cluster topology (D35)', () => {
           endsAt: Date.now() + 60_000,
           now: Date.now(),
         });
-        // rotation writes a third key of the family: the script needs all three in one slot
+        // a rotation rewrites the family's one key
         expect(
           await store.sessions.rotate({
             token,
             credentialId: 'c',
             fingerprint: 'fp',
             notBefore: 0,
-            newTokenHash: `h_${randomUUID()}`,
+            next: { tokenHash: `h_${randomUUID()}`, sealed: 's' },
             newExpiresAt: Date.now() + 60_000,
             now: Date.now(),
             graceMs: 60_000,
           }),
         ).toMatchObject({ outcome: 'rotated' });
       }
+      // A family of the format before issue 35 (a family hash and a hash per token): its
+      // rotation script writes a third key of the family, all three in one slot.
+      const legacy = { familyId: `fam_${randomUUID()}`, tokenHash: `h_${randomUUID()}` };
+      await client.hset(
+        `${prefix}fam:{${legacy.familyId}}`,
+        'cred',
+        'c',
+        'revoked',
+        '0',
+        'fp',
+        'fp',
+        'login',
+        String(Date.now()),
+        'end',
+        String(Date.now() + 60_000),
+      );
+      await client.hset(`${prefix}rt:{${legacy.familyId}}:${legacy.tokenHash}`, 'exp', String(Date.now() + 60_000));
+      await client.pexpire(`${prefix}fam:{${legacy.familyId}}`, 120_000);
+      await client.pexpire(`${prefix}rt:{${legacy.familyId}}:${legacy.tokenHash}`, 120_000);
+      expect(
+        await store.sessions.rotate({
+          token: legacy,
+          credentialId: 'c',
+          fingerprint: 'fp',
+          notBefore: 0,
+          next: { tokenHash: `h_${randomUUID()}`, sealed: '' },
+          newExpiresAt: Date.now() + 60_000,
+          now: Date.now(),
+          graceMs: 60_000,
+        }),
+      ).toMatchObject({ outcome: 'rotated' });
       const limiter = store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 });
       for (let i = 0; i < 30; i += 1) await limiter.consume(`subject-${i}:123`);
       for (let i = 0; i < 30; i += 1) await store.lockouts.recordFailure(`user-${i}`, { now: Date.now(), maxFailures: 10, lockoutMs: 60_000 });
 
       const keys = await keysByMaster(prefix);
-      expect(keys.size).toBe(30 * 3 + 30 + 30);
+      expect(keys.size).toBe(30 + 3 + 30 + 30);
       for (const key of keys.keys()) expect(key.startsWith(prefix)).toBe(true);
-      for (const familyId of families) {
-        const familyKeys = [...keys].filter(([key]) => key.includes(`{${familyId}}`));
-        expect(familyKeys).toHaveLength(3);
-        expect(new Set(familyKeys.map(([key]) => keySlot(key))).size).toBe(1);
-        expect(new Set(familyKeys.map(([, master]) => master)).size).toBe(1);
-      }
+      for (const familyId of families) expect([...keys].filter(([key]) => key.includes(`{${familyId}}`))).toHaveLength(1);
+      const legacyKeys = [...keys].filter(([key]) => key.includes(`{${legacy.familyId}}`));
+      expect(legacyKeys).toHaveLength(3);
+      expect(new Set(legacyKeys.map(([key]) => keySlot(key))).size).toBe(1);
+      expect(new Set(legacyKeys.map(([, master]) => master)).size).toBe(1);
       // rate-limiter-flexible's keys: `<prefix>rl:login::<subject>`, one key per subject and window, no hash tag
       const limiterKeys = [...keys].filter(([key]) => key.startsWith(`${prefix}rl:login:`));
       expect(limiterKeys).toHaveLength(30);
       expect(limiterKeys[0]![0]).toMatch(new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}rl:login::subject-\\d+:123$`));
-      for (const kind of ['fam:', 'rl:login:', 'lock:']) {
+      for (const kind of ['ses:', 'rl:login:', 'lock:']) {
         const masters = new Set([...keys].filter(([key]) => key.startsWith(`${prefix}${kind}`)).map(([, master]) => master));
         expect({ kind, shards: masters.size }).toEqual({ kind, shards: 3 });
       }

@@ -29,7 +29,9 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
   let prefix: string;
   let fillers = 0;
   const events: StoreEvent[] = [];
-  const family: TokenRef = { familyId: `fam_${randomUUID()}`, tokenHash: 'h_first' };
+  const family: TokenRef = { familyId: `fam_${randomUUID()}`, generation: 0, tokenHash: 'h_first' };
+  /** A family of the format before issue 35 (a family hash and a hash per token), written as that version wrote it. */
+  const legacy: TokenRef = { familyId: `fam_${randomUUID()}`, tokenHash: 'h_legacy' };
 
   beforeAll(async () => {
     redis = await startPrivateRedis();
@@ -43,6 +45,8 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
 
     // State from which every write operation would write.
     await store.sessions.createFamily({ token: family, credentialId: 'cred-1', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + 7 * DAY, now: T0 });
+    await admin.hset(`${prefix}fam:{${legacy.familyId}}`, 'cred', 'cred-1', 'revoked', '0', 'fp', 'fp', 'login', String(T0), 'end', String(T0 + 7 * DAY));
+    await admin.hset(`${prefix}rt:{${legacy.familyId}}:${legacy.tokenHash}`, 'exp', String(T0 + DAY));
     await store.idempotency.reserve('acct:released', { owner: 'gw-a', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     await store.idempotency.release('acct:released', { owner: 'gw-a', now: T0, keepUntil: T0 + DAY });
     await store.idempotency.reserve('acct:pending', { owner: 'gw-a', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
@@ -68,7 +72,7 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
       'sessions.createFamily (MULTI)',
       () =>
         store.sessions.createFamily({
-          token: { familyId: `fam_${randomUUID()}`, tokenHash: 'h' },
+          token: { familyId: `fam_${randomUUID()}`, generation: 0, tokenHash: 'h' },
           credentialId: 'c',
           fingerprint: 'fp',
           expiresAt: T0 + DAY,
@@ -82,7 +86,7 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
         store.sessions.rotate({
           token: family,
           credentialId: 'cred-1',
-          newTokenHash: 'h_next',
+          next: { tokenHash: 'h_next', sealed: 's' },
           newExpiresAt: T0 + DAY,
           now: T0 + 1,
           graceMs: 60_000,
@@ -93,6 +97,24 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
     [
       'sessions.revokeFamily',
       () => store.sessions.revokeFamily({ token: family, credentialId: 'cred-1', now: T0 + 1, graceMs: 60_000, fingerprint: 'fp', notBefore: 0 }),
+    ],
+    [
+      'sessions.rotate (a token of the earlier format)',
+      () =>
+        store.sessions.rotate({
+          token: legacy,
+          credentialId: 'cred-1',
+          next: { tokenHash: 'h_legacy_next', sealed: '' },
+          newExpiresAt: T0 + DAY,
+          now: T0 + 1,
+          graceMs: 60_000,
+          fingerprint: 'fp',
+          notBefore: 0,
+        }),
+    ],
+    [
+      'sessions.revokeFamily (a token of the earlier format)',
+      () => store.sessions.revokeFamily({ token: legacy, credentialId: 'cred-1', now: T0 + 1, graceMs: 60_000, fingerprint: 'fp', notBefore: 0 }),
     ],
     // A released claim is taken over by deleting the hash and writing it anew: the script that wrote past maxmemory.
     [
@@ -137,7 +159,7 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
 
   it('still answers reads, and deletes (which free memory)', async () => {
     await expect(store.idempotency.peek('acct:released', T0 + 1)).resolves.toMatchObject({ state: 'reserved', previous: ATTEMPT });
-    await expect(store.lockouts.lockedUntil('alice', T0 + 1)).resolves.toBe(0);
+    await expect(store.lockouts.read('alice', T0 + 1)).resolves.toEqual({ lockedUntil: 0, failures: 1 });
   });
 
   it('describes itself down with the reason, says so once, and /readyz gets the reason from ping', async () => {
@@ -171,7 +193,7 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
       store.sessions.rotate({
         token: family,
         credentialId: 'cred-1',
-        newTokenHash: 'h_next',
+        next: { tokenHash: 'h_next', sealed: 's' },
         newExpiresAt: T0 + DAY,
         now: T0 + 2,
         graceMs: 60_000,

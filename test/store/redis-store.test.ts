@@ -5,16 +5,26 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { StoreUnavailableError, type StoredCard, type TokenRef } from '../../src/store/store-types.js';
-import { createTestRedisStore, keysWithPrefix, readIdempotency, requireRedisUrl, unusedPort, uniquePrefix, type TestRedisStore } from '../support/redis.js';
+import {
+  createTestRedisStore,
+  inspectorOf,
+  keysWithPrefix,
+  readIdempotency,
+  requireRedisUrl,
+  unusedPort,
+  uniquePrefix,
+  type TestRedisStore,
+} from '../support/redis.js';
 import { everyStoreOperation, sampleRecord, storeContract } from './store-contract.js';
+import { decodeStoredCard } from '../../src/store/redis/card-record-codec.js';
 
 const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
 
 storeContract(
   'redis',
   async () => {
-    const { store, cleanup } = await createTestRedisStore('contract');
-    return { store, cleanup };
+    const { store, client, prefix, cleanup } = await createTestRedisStore('contract');
+    return { store, cleanup, inspect: inspectorOf(client, prefix) };
   },
   'standalone',
 );
@@ -36,7 +46,7 @@ async function open(label: string): Promise<TestRedisStore> {
   return t;
 }
 
-const freshToken = (): TokenRef => ({ familyId: `fam_${randomUUID()}`, tokenHash: `h_${randomUUID()}` });
+const freshToken = (): TokenRef => ({ familyId: `fam_${randomUUID()}`, generation: 0, tokenHash: `h_${randomUUID()}` });
 
 async function pttls(client: Redis, prefix: string): Promise<Map<string, number>> {
   const keys = await keysWithPrefix(client, prefix);
@@ -69,7 +79,7 @@ describe('RedisStore: what it writes (D18)', () => {
     expect(stored.state).toBe('completed');
     expect(Object.keys(stored.fields).sort()).toEqual(['exp', 'record']);
     expect(stored.fields['exp']).toBe(String(T0 + DAY));
-    expect(JSON.parse(stored.fields['record'] ?? 'null')).toStrictEqual(record);
+    expect(decodeStoredCard(stored.fields['record'] ?? '')).toStrictEqual(record);
     const raw = (await client.get(keys[0] ?? '')) ?? '';
     expect(raw).not.toContain(pan);
     expect(raw).not.toMatch(/"(pan|cvc)"/);
@@ -118,35 +128,94 @@ describe('RedisStore: what it writes (D18)', () => {
   });
 });
 
+describe('RedisStore: sessions of the format before issue 35 (a rolling upgrade)', () => {
+  /** A family as that version wrote it: a family hash and one hash per token (no generation in its tokens). */
+  async function legacyLogin(client: Redis, prefix: string, now: number): Promise<TokenRef> {
+    const token: TokenRef = { familyId: `fam_${randomUUID()}`, tokenHash: `h_${randomUUID()}` };
+    await client.hset(`${prefix}fam:{${token.familyId}}`, 'cred', 'c', 'revoked', '0', 'fp', 'fp', 'login', String(now), 'end', String(now + 7 * DAY));
+    await client.pexpire(`${prefix}fam:{${token.familyId}}`, DAY + SLACK);
+    await client.hset(`${prefix}rt:{${token.familyId}}:${token.tokenHash}`, 'exp', String(now + DAY));
+    await client.pexpire(`${prefix}rt:{${token.familyId}}:${token.tokenHash}`, DAY + SLACK);
+    return token;
+  }
+  const rotateLegacy = (store: RedisStore, token: TokenRef, now: number) => {
+    const next: TokenRef = { familyId: token.familyId, tokenHash: `h_${randomUUID()}` };
+    return store.sessions
+      .rotate({
+        token,
+        credentialId: 'c',
+        fingerprint: 'fp',
+        notBefore: 0,
+        next: { tokenHash: next.tokenHash, sealed: '' },
+        newExpiresAt: now + DAY,
+        now,
+        graceMs: GRACE,
+      })
+      .then((result) => ({ outcome: result.outcome, next }));
+  };
+
+  it('rotates them as that version did: a token key per token, siblings within the grace, reuse after it', async () => {
+    const { store, client, prefix } = await open('legacy-sessions');
+    const first = await legacyLogin(client, prefix, T0);
+    const r1 = await rotateLegacy(store, first, T0 + 1_000);
+    const r2 = await rotateLegacy(store, first, T0 + 2_000);
+    expect([r1.outcome, r2.outcome]).toEqual(['rotated', 'rotated']);
+    expect(await client.hget(`${prefix}rt:{${first.familyId}}:${r1.next.tokenHash}`, 'exp')).toBe(String(T0 + 1_000 + DAY));
+    expect((await rotateLegacy(store, r2.next, T0 + 3_000)).outcome).toBe('rotated');
+    expect((await rotateLegacy(store, first, T0 + 1_000 + GRACE)).outcome).toBe('reuse');
+    expect((await rotateLegacy(store, r1.next, T0 + 1_000 + GRACE + 1)).outcome).toBe('revoked');
+    // nothing of the new format was written for them
+    expect((await keysWithPrefix(client, prefix)).filter((key) => key.includes('ses:'))).toEqual([]);
+  });
+
+  it('logs them out as that version did, a token past its grace as reuse', async () => {
+    const { store, client, prefix } = await open('legacy-logout');
+    const first = await legacyLogin(client, prefix, T0);
+    const r1 = await rotateLegacy(store, first, T0 + 1_000);
+    const revoke = (token: TokenRef, now: number) =>
+      store.sessions.revokeFamily({ token, credentialId: 'c', fingerprint: 'fp', notBefore: 0, now, graceMs: GRACE });
+    expect(await revoke(r1.next, T0 + 2_000)).toBe('revoked');
+    expect(await revoke(r1.next, T0 + 2_001)).toBe('already-revoked');
+    const second = await legacyLogin(client, prefix, T0);
+    await rotateLegacy(store, second, T0 + 1_000);
+    expect(await revoke(second, T0 + 1_000 + GRACE)).toBe('rotated-out');
+    const third = await legacyLogin(client, prefix, T0);
+    expect(await store.sessions.revokeFamily({ token: third, credentialId: 'c', fingerprint: 'fp-new', notBefore: 0, now: T0 + 1, graceMs: GRACE })).toBe(
+      'ended',
+    );
+  });
+});
+
 describe('RedisStore: every record expires', () => {
-  it('gives the family and its first token a TTL on createFamily', async () => {
+  it('gives the family a TTL on createFamily: one key', async () => {
     const { store, client, prefix } = await open('ttl-create');
     await store.sessions.createFamily({ token: freshToken(), credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + DAY, endsAt: T0 + DAY, now: T0 });
     const ttls = await pttls(client, prefix);
-    expect(ttls.size).toBe(2);
+    expect(ttls.size).toBe(1);
     expectAllExpiring(ttls, DAY + SLACK);
   });
 
-  it('gives the new token a TTL on rotate and keeps the family alive as long as its newest token', async () => {
+  it('keeps the family alive as long as its newest token on rotate, still one key', async () => {
     const { store, client, prefix } = await open('ttl-rotate');
     const token = freshToken();
     // a short-lived first token, rotated into a day-long one
     await store.sessions.createFamily({ token, credentialId: 'c', fingerprint: 'fp', expiresAt: T0 + 5_000, endsAt: T0 + 7 * DAY, now: T0 });
+    expect([...(await pttls(client, prefix)).values()][0]).toBeLessThanOrEqual(5_000 + SLACK);
     const outcome = await store.sessions.rotate({
       token,
       credentialId: 'c',
       fingerprint: 'fp',
       notBefore: 0,
-      newTokenHash: `h_${randomUUID()}`,
+      next: { tokenHash: `h_${randomUUID()}`, sealed: 's' },
       newExpiresAt: T0 + 1_000 + DAY,
       now: T0 + 1_000,
       graceMs: GRACE,
     });
     expect(outcome).toEqual({ outcome: 'rotated', expiresAt: T0 + 1_000 + DAY });
     const ttls = await pttls(client, prefix);
-    expect(ttls.size).toBe(3);
+    expect(ttls.size).toBe(1);
     expectAllExpiring(ttls, DAY + SLACK);
-    const family = [...ttls].find(([key]) => key.includes('fam:'));
+    const family = [...ttls].find(([key]) => key.includes('ses:'));
     expect(family?.[1]).toBeGreaterThan(DAY);
   });
 
@@ -180,7 +249,7 @@ describe('RedisStore: namespaces (D8)', () => {
     await store.lockouts.recordFailure('alice', { now: T0, maxFailures: 10, lockoutMs: 60_000 });
     await store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 }).consume('alice');
     const keys = await keysWithPrefix(client, prefix);
-    expect(keys).toHaveLength(5);
+    expect(keys).toHaveLength(4);
     for (const key of keys) expect(key.startsWith(prefix)).toBe(true);
   });
 
@@ -201,7 +270,7 @@ describe('RedisStore: namespaces (D8)', () => {
       credentialId: 'c',
       fingerprint: 'fp',
       notBefore: 0,
-      newTokenHash: `h_${randomUUID()}`,
+      next: { tokenHash: `h_${randomUUID()}`, sealed: 's' },
       newExpiresAt: T0 + DAY,
       now: T0 + 100,
       graceMs: GRACE,
@@ -214,7 +283,7 @@ describe('RedisStore: namespaces (D8)', () => {
     expect(await production.store.idempotency.reserve('acct-1:req-1', { owner: 'gw-2', now: T0 + 100, leaseMs: 10_000, attempt: ATTEMPT })).toEqual({
       state: 'reserved',
     });
-    expect(await production.store.lockouts.lockedUntil('alice', T0 + 100)).toBe(0);
+    expect((await production.store.lockouts.read('alice', T0 + 100)).lockedUntil).toBe(0);
     await expect(production.store.createRateLimiter({ keyPrefix: 'login', points: 5, durationSeconds: 60 }).consume('alice')).resolves.toMatchObject({
       remaining: 4,
     });
@@ -222,7 +291,7 @@ describe('RedisStore: namespaces (D8)', () => {
     // and the sandbox's own state is untouched by production's writes
     expect(await sandbox.store.idempotency.peek('acct-1:req-1', T0 + 100)).toEqual({ state: 'completed', record });
     expect((await sandbox.store.sessions.rotate(rotateArgs)).outcome).toBe('rotated');
-    expect(await sandbox.store.lockouts.lockedUntil('alice', T0 + 100)).toBeGreaterThan(0);
+    expect((await sandbox.store.lockouts.read('alice', T0 + 100)).lockedUntil).toBeGreaterThan(0);
   });
 
   it('shares everything between replicas on the same prefix', async () => {
@@ -241,22 +310,25 @@ describe('RedisStore: namespaces (D8)', () => {
             credentialId: 'c',
             fingerprint: 'fp',
             notBefore: 0,
-            newTokenHash: `h_${i}`,
+            next: { tokenHash: `h_${i}`, sealed: `s_${i}` },
             newExpiresAt: T0 + DAY,
             now: T0 + 1_000 + i,
             graceMs: GRACE,
           }),
         ),
       );
-      expect(results.map((result) => result.outcome)).toEqual(['rotated', 'rotated', 'rotated', 'rotated']);
+      // one rotated; the others, on either replica, were answered its token as siblings
+      const rotated = results.findIndex((result) => result.outcome === 'rotated');
+      expect(results.map((result) => result.outcome).sort()).toEqual(['rotated', 'sibling', 'sibling', 'sibling']);
+      for (const result of results) if (result.outcome === 'sibling') expect(result).toMatchObject({ tokenHash: `h_${rotated}`, sealed: `s_${rotated}` });
       expect(
-        // the grace runs from whichever of the four parallel rotations ran first (T0 + 1 000 to 1 003)
+        // the grace runs from the rotation (T0 + 1 000 to 1 003, whichever ran first)
         await second.sessions.rotate({
           token,
           credentialId: 'c',
           fingerprint: 'fp',
           notBefore: 0,
-          newTokenHash: 'h_late',
+          next: { tokenHash: 'h_late', sealed: 's' },
           newExpiresAt: T0 + DAY,
           now: T0 + 1_003 + GRACE,
           graceMs: GRACE,
@@ -264,11 +336,11 @@ describe('RedisStore: namespaces (D8)', () => {
       ).toEqual({ outcome: 'reuse' });
       expect(
         await first.store.sessions.rotate({
-          token: { ...token, tokenHash: 'h_3' },
+          token: { ...token, generation: 1, tokenHash: `h_${rotated}` },
           credentialId: 'c',
           fingerprint: 'fp',
           notBefore: 0,
-          newTokenHash: 'h_x',
+          next: { tokenHash: 'h_x', sealed: 's' },
           newExpiresAt: T0 + DAY,
           now: T0 + 2 * GRACE,
           graceMs: GRACE,
@@ -361,7 +433,7 @@ describe('RedisStore: scripts that arrive after the gateway gave up change nothi
         credentialId: 'cred-1',
         fingerprint: 'fp',
         notBefore: 0,
-        newTokenHash: 'h_late',
+        next: { tokenHash: 'h_late', sealed: 's' },
         newExpiresAt: T0 + DAY,
         now: T0 + 1_000,
         graceMs: GRACE,
@@ -376,14 +448,14 @@ describe('RedisStore: scripts that arrive after the gateway gave up change nothi
 
     // Nothing happened: the token was never rotated (so a retry more than a grace later is not
     // reuse), the family is not revoked, and the requestId is free for another claim.
-    expect(await client.hget(`${prefix}rt:{${token.familyId}}:${token.tokenHash}`, 'rotatedAt')).toBeNull();
+    expect(await client.hmget(`${prefix}ses:{${token.familyId}}`, 'gen', 'ch', 'rev')).toEqual(['0', token.tokenHash, null]);
     expect(
       await store.sessions.rotate({
         token,
         credentialId: 'cred-1',
         fingerprint: 'fp',
         notBefore: 0,
-        newTokenHash: 'h_next',
+        next: { tokenHash: 'h_next', sealed: 's' },
         newExpiresAt: T0 + DAY,
         now: T0 + 2 * GRACE,
         graceMs: GRACE,

@@ -30,7 +30,7 @@ describe('Sentinel topology (D35)', () => {
       const master = await sentinel().master();
       expect(store.describe()).toMatchObject({ topology: 'sentinel', up: true, masters: [master.address], masterChanges: 0 });
       await store.sessions.createFamily({
-        token: { familyId: 'f1', tokenHash: 'h1' },
+        token: { familyId: 'f1', generation: 0, tokenHash: 'h1' },
         credentialId: 'c',
         fingerprint: 'fp',
         expiresAt: Date.now() + 60_000,
@@ -41,7 +41,7 @@ describe('Sentinel topology (D35)', () => {
       const admin = master.admin();
       try {
         await admin.connect();
-        expect(await admin.hget(`${config.store.kind === 'redis' ? config.store.keyPrefix : ''}fam:{f1}`, 'cred')).toBe('c');
+        expect(await admin.hget(`${config.store.kind === 'redis' ? config.store.keyPrefix : ''}ses:{f1}`, 'cred')).toBe('c');
       } finally {
         admin.disconnect();
       }
@@ -156,7 +156,7 @@ describe('Sentinel topology (D35)', () => {
         const familyId = `fam_${randomUUID()}`;
         try {
           await store.sessions.createFamily({
-            token: { familyId, tokenHash: 'h' },
+            token: { familyId, generation: 0, tokenHash: 'h' },
             credentialId: 'c',
             fingerprint: 'fp',
             expiresAt: Date.now() + 60_000,
@@ -166,7 +166,7 @@ describe('Sentinel topology (D35)', () => {
           const admin = after.admin();
           try {
             await admin.connect();
-            landed = (await admin.keys(`*fam:{${familyId}}`)).length === 1;
+            landed = (await admin.keys(`*ses:{${familyId}}`)).length === 1;
           } finally {
             admin.disconnect();
           }

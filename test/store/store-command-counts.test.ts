@@ -115,6 +115,8 @@ describe('store commands per request type (INFO commandstats)', () => {
           login: { points: 10_000, windowSeconds: 60 },
           refresh: { points: 10_000, windowSeconds: 60 },
           loginPerAddress: { points: 10_000, windowSeconds: 60 },
+          // the wrong-password loops fail a known username many times: no lockout is what they measure
+          loginLockout: { maxConsecutiveFailures: 10_000, lockoutSeconds: 60 },
         },
       },
     });
@@ -189,31 +191,63 @@ describe('store commands per request type (INFO commandstats)', () => {
 
   const N = 25;
 
-  it('login (success): two limiter scripts, the lockout read and reset, and the new family in one MULTI', async () => {
-    const counts = await measure('login (success)', N, async () => {
+  it('login (success): 2 round trips, the per-address limit, then the per-username limit, the lockout read and the new family together', async () => {
+    const cost = await measureAll('login (success)', N, async () => {
       expect((await postLogin(fixture.gw, 'full', PASSWORD)).statusCode).toBe(200);
     });
-    // hget: the lockout; del: its reset; multi..exec: the family and its first token (one round trip)
-    expect(counts).toEqual({ evalsha: 2, hget: 1, del: 1, multi: 1, hset: 2, pexpire: 2, exec: 1 });
+    // evalsha: the two limiters; hmget: the lockout; multi..exec: the family (one key). No reset:
+    // no failure was counted for the username. (5 round trips before issue 35.)
+    expect(cost.sent).toEqual({ evalsha: 2, hmget: 1, multi: 1, hset: 1, pexpire: 1, exec: 1 });
+    expect(cost.roundTrips).toBe(2);
+    expect(cost.portCalls).toEqual({ 'limiter.consume': 2, 'lockouts.read': 1, 'sessions.createFamily': 1 });
   });
 
-  it('login (wrong password): two limiter scripts, the lockout read and the failure count', async () => {
-    const counts = await measure('login (wrong password)', N, async (i) => {
+  it('login (success after a failure): one more round trip, the reset of the failures counted', async () => {
+    const cost = await measureAll('login (success after a failure)', N, async () => {
+      expect((await postLogin(fixture.gw, 'full', 'wrong password')).statusCode).toBe(401);
+      expect((await postLogin(fixture.gw, 'full', PASSWORD)).statusCode).toBe(200);
+    });
+    // per pair: the failure (limit, batch, count and family removal), then the success (limit, batch, reset)
+    expect(cost.roundTrips).toBe(3 + 3);
+    expect(cost.portCalls).toEqual({
+      'limiter.consume': 4,
+      'lockouts.read': 2,
+      'lockouts.recordFailure': 1,
+      'lockouts.reset': 1,
+      'sessions.createFamily': 2,
+      'sessions.discardFamily': 1,
+    });
+  });
+
+  it('login (wrong password): the two limiter scripts, the lockout read and the family, then the failure count and its removal', async () => {
+    const cost = await measureAll('login (wrong password)', N, async () => {
+      expect((await postLogin(fixture.gw, 'full', 'wrong')).statusCode).toBe(401);
+    });
+    // the third script counts the failure towards the lockout; del removes the family the login wrote
+    expect(cost.sent).toEqual({ evalsha: 3, hmget: 1, multi: 1, hset: 1, pexpire: 1, exec: 1, del: 1 });
+    expect(cost.roundTrips).toBe(3);
+  });
+
+  it('login (unknown username): no family is written', async () => {
+    const cost = await measureAll('login (unknown username)', N, async (i) => {
       // A different username each time: no lockout is reached.
       expect((await postLogin(fixture.gw, `nobody-${i}`, 'wrong')).statusCode).toBe(401);
     });
-    // the third script counts the failure towards the lockout
-    expect(counts).toEqual({ evalsha: 3, hget: 1 });
+    expect(cost.sent).toEqual({ evalsha: 3, hmget: 1 });
+    expect(cost.roundTrips).toBe(3);
   });
 
-  it('refresh: the limiter script and the rotation script', async () => {
+  it('refresh: 2 round trips, the limiter script and the rotation script', async () => {
     let session = (await postLogin(fixture.gw, 'full', PASSWORD)).json<{ accessToken: string; refreshToken: string }>();
-    const counts = await measure('refresh', N, async () => {
+    const cost = await measureAll('refresh', N, async () => {
       const response = await postRefresh(fixture.gw, session.accessToken, session.refreshToken);
       expect(response.statusCode).toBe(200);
       session = response.json<typeof session>();
     });
-    expect(counts).toEqual({ evalsha: 2 });
+    expect(cost.sent).toEqual({ evalsha: 2 });
+    expect(cost.roundTrips).toBe(2);
+    // the rotation script reads the family and rewrites it: one HMGET, one HSET, one PEXPIRE
+    expect(cost.inScripts).toMatchObject({ hmget: 1, hset: 1, pexpire: 1 });
   });
 
   it('logout: the revocation script', async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cardIdempotencySuite } from '../cards/card-idempotency.js';
 import { tokenLifecycleSuite } from '../auth/token-lifecycle.js';
-import { openTopologyStore, type ClusterTopology, type SentinelTopology } from '../support/redis-topologies.js';
+import { openTopologyStore, openTopologyStoreWithClient, type ClusterTopology, type SentinelTopology } from '../support/redis-topologies.js';
+import { inspectorOf } from '../support/redis.js';
 import { measureRecordWrites } from './record-writes.js';
 import { storeContract } from './store-contract.js';
 
@@ -33,7 +34,14 @@ export function topologySuites<T extends ReplicatedTopology>(name: T['kind'], st
     const store = await openTopologyStore(current());
     return { store, cleanup: () => store.close() };
   };
-  storeContract(name, fresh, name);
+  storeContract(
+    name,
+    async () => {
+      const { store, client, prefix } = await openTopologyStoreWithClient(current());
+      return { store, cleanup: () => store.close(), inspect: inspectorOf(client, prefix) };
+    },
+    name,
+  );
   tokenLifecycleSuite(name, fresh);
   cardIdempotencySuite(name, fresh);
   return current;

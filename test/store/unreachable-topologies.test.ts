@@ -31,7 +31,7 @@ for (const topology of ['sentinel', 'cluster'] as const) {
       await store.close();
     });
 
-    const token = { familyId: 'fam', tokenHash: 'h' };
+    const token = { familyId: 'fam', generation: 0, tokenHash: 'h' };
     const operations = everyStoreOperation(() => store, token);
 
     it('rejects every operation with StoreUnavailableError', async () => {

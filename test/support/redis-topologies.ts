@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
-import { createStoreClient, type HostPort, type RedisTarget } from '../../src/store/redis/redis-client.js';
+import { createStoreClient, type HostPort, type RedisTarget, type StoreClient } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { freePort } from './ports.js';
 import { killRedisServer, startRedisServer } from '../../tools/launch/redis-server.js';
@@ -522,9 +522,18 @@ export async function openTopologyStore(
   topology: StandaloneTopology | SentinelTopology | ClusterTopology,
   options: { prefix?: string; replicasToAck?: number; commandTimeoutMs?: number } = {},
 ): Promise<RedisStore> {
+  return (await openTopologyStoreWithClient(topology, options)).store;
+}
+
+/** {@link openTopologyStore}, with the store's client and key prefix (to look inside Redis). */
+export async function openTopologyStoreWithClient(
+  topology: StandaloneTopology | SentinelTopology | ClusterTopology,
+  options: { prefix?: string; replicasToAck?: number; commandTimeoutMs?: number } = {},
+): Promise<{ store: RedisStore; client: StoreClient; prefix: string }> {
   const commandTimeoutMs = options.commandTimeoutMs ?? TEST_COMMAND_TIMEOUT_MS;
   const client = createStoreClient({ target: targetOf(topology), commandTimeoutMs, connectTimeoutMs: 5_000 });
-  const store = new RedisStore(client, options.prefix ?? `test:${randomUUID().slice(0, 8)}:`, {
+  const prefix = options.prefix ?? `test:${randomUUID().slice(0, 8)}:`;
+  const store = new RedisStore(client, prefix, {
     commandTimeoutMs,
     deadlineMs: commandTimeoutMs + 1000,
     replicasToAck: options.replicasToAck ?? 0,
@@ -533,7 +542,7 @@ export async function openTopologyStore(
   for (;;) {
     try {
       await store.ping();
-      return store;
+      return { store, client, prefix };
     } catch (error) {
       if (performance.now() > deadline) {
         await store.close();

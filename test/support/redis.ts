@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
@@ -39,6 +39,29 @@ export async function deleteKeysWithPrefix(client: Redis, prefix: string): Promi
   let deleted = 0;
   for (let i = 0; i < keys.length; i += 500) deleted += await client.unlink(...keys.slice(i, i + 500));
   return deleted;
+}
+
+/**
+ * A look inside the Redis of a store (test/store/store-contract.ts's StoreInspector): each command
+ * goes through a script on the key, which a Cluster client sends to the key's shard.
+ */
+export function inspectorOf(client: Redis | Cluster, prefix: string) {
+  return {
+    prefix,
+    memoryUsage: async (key: string): Promise<number> => Number(await client.eval("return redis.call('MEMORY', 'USAGE', KEYS[1])", 1, key)),
+    setRaw: async (key: string, value: string, ttlMs: number): Promise<void> => {
+      await client.eval("return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])", 1, key, value, String(ttlMs));
+    },
+    /** Scanned on every master (a Cluster's shards each), never with KEYS. */
+    keysOf: async (tag: string): Promise<string[]> => {
+      const nodes = client instanceof Cluster ? client.nodes('master') : [client];
+      const found = await Promise.all(nodes.map((node) => keysWithPrefix(node, prefix)));
+      return found
+        .flat()
+        .filter((key) => key.includes(`{${tag}}`))
+        .sort();
+    },
+  };
 }
 
 /** An idempotency record as Redis keeps it, field by field (src/store/redis/idempotency-values.ts). */

@@ -28,7 +28,8 @@ export function registerLoginRoute(app: FastifyInstance, sessions: SessionServic
   app.post<{ Body: Static<typeof LoginBody> }>(
     '/api/v1/auth/login',
     {
-      config: { policy: { limits: ['loginAddress', 'login'], audited: true } },
+      // The per-username limit is counted with the login's lockout read and new family (one round trip).
+      config: { policy: { limits: ['loginAddress', 'login'], limitsWithHandler: true, audited: true } },
       schema: {
         operationId: 'login',
         summary: 'Log in with operator-issued credentials',
@@ -50,7 +51,7 @@ export function registerLoginRoute(app: FastifyInstance, sessions: SessionServic
                   accessTokenExpiresAt: 1795472013,
                   idToken: 'eyJhbGciOiJFZERTQSIsImtpZCI6ImxvY2FsLTEifQ.eyJzdWIiOiJjcmVkLWRlbW8iLCJhdWQiOiJkZW1vIn0.c2lnbmF0dXJl',
                   idTokenExpiresAt: 1795472013,
-                  refreshToken: '7MbKbXsJQzSuOP97ThUJgA.N5PsicsE3NTuQ2v0m2bq5w9aV1nK3s8yJ0cXhRk4fLw',
+                  refreshToken: '7MbKbXsJQzSuOP97ThUJgA.0.N5PsicsE3NTuQ2v0m2bq5w9aV1nK3s8yJ0cXhRk4fLw',
                   refreshTokenExpiresAt: 1795554813,
                 },
               },
@@ -72,7 +73,12 @@ export function registerLoginRoute(app: FastifyInstance, sessions: SessionServic
       },
     },
     async (request, reply) => {
-      const tokens = await sessions.login({ ...request.body, correlationId: request.id, clientAddress: request.clientAddress });
+      const tokens = await sessions.login({
+        ...request.body,
+        admitted: request.limitsChecked ?? Promise.resolve(),
+        correlationId: request.id,
+        clientAddress: request.clientAddress,
+      });
       reply.header('cache-control', 'no-store');
       return tokens;
     },

@@ -16,7 +16,7 @@ export function registerLogoutRoute(scope: FastifyInstance, sessions: SessionSer
         operationId: 'logout',
         summary: 'Revoke a refresh token and its whole session',
         description:
-          'Needs the bearer access token and a refresh token of the session (body). Every refresh token of the session stops working; the access token does not (it expires within the hour): discard it. A token that is unknown, already revoked, of another credential, or presented after its 60-second grace gets 401 `refresh_token_invalid` (in the last case the session is revoked all the same). A session that ended with its credential (deactivated or given a new password since its login, D41) gets 401 `refresh_token_revoked`, and is revoked. An access token past its expiry gets 401 `token_expired` like any bearer call, and nothing is revoked.',
+          'Needs the bearer access token and a refresh token of the session (body). Every refresh token of the session stops working; the access token does not (it expires within the hour): discard it. A token that is unknown, malformed or of another credential gets 401 `refresh_token_invalid`. A token of a session revoked already (logged out, or reused), an old token presented after its 60-second grace (reuse: the session is revoked now) and a token of a session that ended with its credential (deactivated or given a new password since its login, D41; revoked now) get 401 `refresh_token_revoked`, the answer refresh gives for them. An access token past its expiry gets 401 `token_expired` like any bearer call, and nothing is revoked.',
         tags: ['auth'],
         security: BearerSecurity,
         body: RefreshTokenBody,

@@ -9,7 +9,7 @@ export const RefreshTokenBody = Type.Object(
   {
     additionalProperties: false,
     title: 'RefreshTokenRequest',
-    examples: [{ refreshToken: '7MbKbXsJQzSuOP97ThUJgA.N5PsicsE3NTuQ2v0m2bq5w9aV1nK3s8yJ0cXhRk4fLw' }],
+    examples: [{ refreshToken: '7MbKbXsJQzSuOP97ThUJgA.0.N5PsicsE3NTuQ2v0m2bq5w9aV1nK3s8yJ0cXhRk4fLw' }],
   },
 );
 
@@ -36,7 +36,7 @@ export function registerRefreshRoute(scope: FastifyInstance, sessions: SessionSe
         operationId: 'refresh',
         summary: 'Rotate the refresh token and get a new access token',
         description:
-          "Needs both the current, unexpired access token (bearer) and the session's newest refresh token (body). Every success rotates the refresh token: the one presented keeps working for 60 seconds from its first use, after which presenting it revokes the whole session (401 `refresh_token_revoked`). The new refresh token lives 24 hours, never past the session's end (`tokens.sessionMaxAgeHours`, 168 by default, after its login: then 401 `refresh_token_expired`); a session that ended with its credential (deactivated or given a new password since its login) gets 401 `refresh_token_revoked` (D41). Any 401 here means: log in again. Limited per credential (429 `rate_limited`).",
+          "Needs both the current, unexpired access token (bearer) and the session's newest refresh token (body). Every success rotates the refresh token: the one presented keeps working for 60 seconds from its first use (each use answers the same new refresh token, so concurrent requests all succeed), after which presenting it revokes the whole session (401 `refresh_token_revoked`, at logout too). The new refresh token lives 24 hours, never past the session's end (`tokens.sessionMaxAgeHours`, 168 by default, after its login: then 401 `refresh_token_expired`); a session that ended with its credential (deactivated or given a new password since its login) gets 401 `refresh_token_revoked` (D41). Any 401 here means: log in again. Limited per credential (429 `rate_limited`).",
         tags: ['auth'],
         security: BearerSecurity,
         body: RefreshTokenBody,
@@ -51,7 +51,7 @@ export function registerRefreshRoute(scope: FastifyInstance, sessions: SessionSe
                 value: {
                   accessToken: 'eyJhbGciOiJFZERTQSIsImtpZCI6ImxvY2FsLTEifQ.eyJzdWIiOiJjcmVkLWRlbW8ifQ.c2lnbmF0dXJl',
                   accessTokenExpiresAt: 1795472013,
-                  refreshToken: '7MbKbXsJQzSuOP97ThUJgA.99jL5neKGdd0Vb3q2m8aYk1fXcR6wT4uH0sZpL7nQeA',
+                  refreshToken: '7MbKbXsJQzSuOP97ThUJgA.1.99jL5neKGdd0Vb3q2m8aYk1fXcR6wT4uH0sZpL7nQeA',
                   refreshTokenExpiresAt: 1795554813,
                 },
               },

@@ -1,4 +1,4 @@
-import type { LockoutStore } from '../store-types.js';
+import type { LockoutState, LockoutStore } from '../store-types.js';
 
 /** Failed-login lockouts in the process (D11a), counted as the Redis script recordLoginFailure and its TTL count them. */
 export class MemoryLockouts implements LockoutStore {
@@ -22,9 +22,11 @@ export class MemoryLockouts implements LockoutStore {
     return record.lockedUntil > now ? record.lockedUntil : 0;
   }
 
-  async lockedUntil(key: string, now: number): Promise<number> {
-    const until = this.records.get(key)?.lockedUntil ?? 0;
-    return until > now ? until : 0;
+  async read(key: string, now: number): Promise<LockoutState> {
+    const record = this.records.get(key);
+    if (!record) return { lockedUntil: 0, failures: 0 };
+    // A count left alone for a lock-out period is forgotten (recordFailure starts it over).
+    return { lockedUntil: record.lockedUntil > now ? record.lockedUntil : 0, failures: record.forgetAt > now ? record.failures : 0 };
   }
 
   async reset(key: string): Promise<void> {

@@ -34,10 +34,9 @@ export class MemoryStore implements GatewayStore {
   }
 
   /** How many records each part holds: what a sweep keeps bounded by live data. */
-  size(): { families: number; tokens: number; idempotency: number; lockouts: number } {
+  size(): { families: number; idempotency: number; lockouts: number } {
     return {
       families: this.sessions.families.size,
-      tokens: this.sessions.tokens.size,
       idempotency: this.idempotency.records.size,
       lockouts: this.lockouts.records.size,
     };

@@ -9,10 +9,10 @@ export function redisLockouts({ redis, prefix, guarded }: RecordContext): Lockou
       guarded(true, async () =>
         Number(await redis.recordLoginFailure(key(name), String(now), String(maxFailures), String(now + lockoutMs), String(lockoutMs + 60_000))),
       ),
-    lockedUntil: (name, now) =>
+    read: (name, now) =>
       guarded(false, async () => {
-        const until = Number((await redis.hget(key(name), 'lockedUntil')) ?? 0);
-        return until > now ? until : 0;
+        const [until, failures] = await redis.hmget(key(name), 'lockedUntil', 'failures');
+        return { lockedUntil: Number(until ?? 0) > now ? Number(until) : 0, failures: Number(failures ?? 0) };
       }),
     reset: (name) =>
       guarded(false, async () => {

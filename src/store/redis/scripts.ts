@@ -52,9 +52,108 @@ local function loadIdempotency(key)
   return {}
 end`;
 
+/**
+ * Where a presented refresh token stands in its family record (sessions.ts): `current` (the
+ * family's generation, its hash), `previous` (one generation before, its hash), `older` (any
+ * generation before that: no hash is kept, none is needed to call it reuse) or nil, a token the
+ * family never issued. `f` is the record's HMGET in the order of FAMILY_FIELDS.
+ */
+const FAMILY_FIELDS = `'cred', 'rev', 'fp', 'login', 'end', 'gen', 'ch', 'ce', 'cs', 'ph', 'pe', 'rot'`;
+const STANDING = `
+local function standingOf(f, generation, hash)
+  local gen, current = tonumber(generation), tonumber(f[6])
+  if gen == current then return (f[7] == hash) and 'current' or nil end
+  if gen == current - 1 then return (f[10] == hash) and 'previous' or nil end
+  if gen < current - 1 then return 'older' end
+  return nil
+end`;
+
 const SCRIPTS = {
-  // KEYS: family, presented token, new token. ARGV: credentialId, now, graceMs, newExpiresAt, ttlMs, fingerprint, notBefore, deadline
+  /*
+   * A family is one hash of constant size however often it rotates (issue 35): `gen` the current
+   * generation; `ch`, `ce`, `cs` its token's hash, expiry and secret sealed under the previous
+   * token (refresh-token.ts); `ph`, `pe` the previous generation's hash and expiry; `rot` the
+   * instant the previous one was rotated (its grace runs from there, D5); and what D41 binds
+   * the session to: `cred`, `fp`, `login`, `end`. `rev` is '1' once revoked.
+   *
+   * Why two generations are enough (D5): every refresh of the previous token within its grace
+   * is answered the current token again (the seal), so however many requests race, the family
+   * has one current token and they all hold it; a sibling never rotates anything, so it never
+   * makes another sibling reuse. Only a rotation of the current token moves the family on, and
+   * then the token it replaced is the one in its grace. A token older than the previous one has
+   * had a successor, which has had one too: presenting it is reuse.
+   */
+  // KEYS: family. ARGV: credentialId, now, graceMs, newExpiresAt, ttlMs, fingerprint, notBefore, generation, tokenHash, nextHash, nextSealed, deadline
   rotateRefresh: {
+    numberOfKeys: 1,
+    lua: `${STALE_GUARD}
+${STANDING}
+local f = redis.call('HMGET', KEYS[1], ${FAMILY_FIELDS})
+if not f[1] then return {'unknown'} end
+local standing = standingOf(f, ARGV[8], ARGV[9])
+if not standing then return {'unknown'} end
+if f[1] ~= ARGV[1] then return {'mismatch'} end
+if f[2] == '1' then return {'revoked'} end
+-- the session ended with its credential's secret (D41): made under another fingerprint, or
+-- logged in before the credential's not-before instant. It stays dead whatever comes next.
+if f[3] ~= ARGV[6] or tonumber(f[4]) < tonumber(ARGV[7]) then
+  redis.call('HSET', KEYS[1], 'rev', '1')
+  return {'ended'}
+end
+local now = tonumber(ARGV[2])
+if tonumber(f[5]) <= now then return {'expired'} end
+if standing == 'current' then
+  if tonumber(f[8]) <= now then return {'expired'} end
+  -- the new token lives its own lifetime, never past the session's absolute end (D41)
+  local exp = ARGV[4]
+  if tonumber(f[5]) < tonumber(exp) then exp = f[5] end
+  -- the presented token becomes the previous generation; its grace starts now
+  redis.call('HSET', KEYS[1], 'gen', tostring(tonumber(f[6]) + 1), 'ch', ARGV[10], 'ce', exp, 'cs', ARGV[11], 'ph', f[7], 'pe', f[8], 'rot', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  return {'rotated', exp}
+end
+if standing == 'previous' then
+  if tonumber(f[11]) <= now then return {'expired'} end
+  -- within the grace from its rotation: a sibling, answered the current token (sealed under it)
+  if now < tonumber(f[12]) + tonumber(ARGV[3]) then return {'sibling', f[8], f[9], f[7]} end
+end
+-- past the grace, or older: reuse, the whole family dies (D5)
+redis.call('HSET', KEYS[1], 'rev', '1')
+return {'reuse'}`,
+  },
+  // KEYS: family. ARGV: credentialId, now, graceMs, fingerprint, notBefore, generation, tokenHash, deadline
+  revokeFamily: {
+    numberOfKeys: 1,
+    lua: `${STALE_GUARD}
+${STANDING}
+local f = redis.call('HMGET', KEYS[1], ${FAMILY_FIELDS})
+if not f[1] then return 'unknown' end
+local standing = standingOf(f, ARGV[6], ARGV[7])
+if not standing then return 'unknown' end
+if f[1] ~= ARGV[1] then return 'mismatch' end
+if f[2] == '1' then return 'already-revoked' end
+-- ended with its credential's secret (D41): revoked, and answered as such
+if f[3] ~= ARGV[4] or tonumber(f[4]) < tonumber(ARGV[5]) then
+  redis.call('HSET', KEYS[1], 'rev', '1')
+  return 'ended'
+end
+local now = tonumber(ARGV[2])
+if tonumber(f[5]) <= now then return 'expired' end
+if standing == 'current' and tonumber(f[8]) <= now then return 'expired' end
+if standing == 'previous' and tonumber(f[11]) <= now then return 'expired' end
+-- a token past its grace (or older) presented anywhere is reuse (D5): the family dies all the same
+redis.call('HSET', KEYS[1], 'rev', '1')
+if standing == 'current' or (standing == 'previous' and now < tonumber(f[12]) + tonumber(ARGV[3])) then return 'revoked' end
+return 'rotated-out'`,
+  },
+  /*
+   * The records of refresh tokens issued before issue 35 (no generation in the token): a family
+   * hash and one hash per token, each rotated token kept until its own expiry. Served as that
+   * version served them until those sessions end (sessionMaxAgeHours after the upgrade); a
+   * later version can drop these two scripts.
+   */
+  // KEYS: family, presented token, new token. ARGV: credentialId, now, graceMs, newExpiresAt, ttlMs, fingerprint, notBefore, deadline
+  rotateLegacyRefresh: {
     numberOfKeys: 3,
     lua: `${STALE_GUARD}
 local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked', 'fp', 'login', 'end')
@@ -62,32 +161,26 @@ local tok = redis.call('HMGET', KEYS[2], 'exp', 'rotatedAt')
 if not fam[1] or not tok[1] then return {'unknown'} end
 if fam[1] ~= ARGV[1] then return {'mismatch'} end
 if fam[2] == '1' then return {'revoked'} end
--- the session ended with its credential's secret (D41): made under another fingerprint, or
--- logged in before the credential's not-before instant. It stays dead whatever comes next.
 if fam[3] ~= ARGV[6] or tonumber(fam[4] or '0') < tonumber(ARGV[7]) then
   redis.call('HSET', KEYS[1], 'revoked', '1')
   return {'ended'}
 end
 local now = tonumber(ARGV[2])
 if tonumber(tok[1]) <= now or tonumber(fam[5] or '0') <= now then return {'expired'} end
--- past the grace after its first rotation: reuse, the whole family dies (D5)
 if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then
   redis.call('HSET', KEYS[1], 'revoked', '1')
   return {'reuse'}
 end
--- the grace runs from the first rotation only
 if not tok[2] then redis.call('HSET', KEYS[2], 'rotatedAt', ARGV[2]) end
--- the new token lives its own lifetime, never past the session's absolute end (D41)
 local exp = ARGV[4]
 if tonumber(fam[5]) < tonumber(exp) then exp = fam[5] end
 redis.call('HSET', KEYS[3], 'exp', exp)
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
--- the family outlives its newest token
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
 return {'rotated', exp}`,
   },
   // KEYS: family, presented token. ARGV: credentialId, now, graceMs, fingerprint, notBefore, deadline
-  revokeFamily: {
+  revokeLegacyFamily: {
     numberOfKeys: 2,
     lua: `${STALE_GUARD}
 local fam = redis.call('HMGET', KEYS[1], 'cred', 'revoked', 'fp', 'login')
@@ -95,14 +188,12 @@ local tok = redis.call('HMGET', KEYS[2], 'exp', 'rotatedAt')
 if not fam[1] or not tok[1] then return 'unknown' end
 if fam[1] ~= ARGV[1] then return 'mismatch' end
 if fam[2] == '1' then return 'already-revoked' end
--- ended with its credential's secret (D41): revoked, and answered as such
 if fam[3] ~= ARGV[4] or tonumber(fam[4] or '0') < tonumber(ARGV[5]) then
   redis.call('HSET', KEYS[1], 'revoked', '1')
   return 'ended'
 end
 local now = tonumber(ARGV[2])
 if tonumber(tok[1]) <= now then return 'expired' end
--- a token past its grace presented anywhere is reuse (D5): the family dies all the same
 redis.call('HSET', KEYS[1], 'revoked', '1')
 if tok[2] and now >= tonumber(tok[2]) + tonumber(ARGV[3]) then return 'rotated-out' end
 return 'revoked'`,
