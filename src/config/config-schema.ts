@@ -53,6 +53,12 @@ export const ConfigFileSchema = Type.Object(
         headersTimeoutMs: Millis(100, 10_000, 10_000, 'request headers must arrive within this'),
         requestTimeoutMs: Millis(100, 30_000, 30_000, 'the whole request must arrive within this'),
         keepAliveTimeoutMs: Millis(100, 10_000, 5_000, 'an idle keep-alive connection is closed after this'),
+        firstRequestTimeoutMs: Millis(
+          100,
+          10_000,
+          3_000,
+          "a connection's first request (TLS handshake, request line and headers) must have arrived within this of its accept; past it: 408 where it can still be written, and the connection closed (D59). The TLS handshake deadline is never longer than this",
+        ),
         maxConnections: PositiveInt({
           maximum: 1_000_000,
           default: 1024,
@@ -125,12 +131,18 @@ export const ConfigFileSchema = Type.Object(
             }),
             connectionsPerSecond: PositiveInt({
               maximum: 1_000_000,
-              default: 50,
+              default: 200,
               description:
-                'New connections one peer address may open to one replica per second; past it the socket is closed at accept, before the TLS handshake. Trusted proxies are exempt (their clients are known only from headers).',
+                'New connections one peer address (IPv6 per /64) may open to one replica per second; past it the socket is closed at accept, before the TLS handshake. The default equals requestsPerSecond, so a client that opens a connection per request is served as far as its request budget goes (D59). Trusted proxies are exempt (their clients are known only from headers).',
+            }),
+            connections: PositiveInt({
+              maximum: 1_000_000,
+              default: 128,
+              description:
+                'Connections one peer address (IPv6 per /64) may hold open to one replica at once; past it a new one is closed at accept, before the TLS handshake (D59). Trusted proxies are exempt.',
             }),
           },
-          { additionalProperties: false, default: {}, description: 'Per-address budgets of one replica (D53).' },
+          { additionalProperties: false, default: {}, description: 'Per-address budgets of one replica (D53, D59).' },
         ),
       },
       { additionalProperties: false, default: {}, description: 'Budgets decided in memory by each replica, before routing.' },

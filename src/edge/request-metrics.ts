@@ -2,6 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayMetrics } from '../observability/metrics.js';
 
 /**
+ * The route label of answers written before routing: the per-address 429s (D53), which must cost
+ * no routing work, so their route is not looked up.
+ */
+export const UNROUTED = 'unrouted';
+
+/** Counts an answer written in front of Fastify (D62: every 429 is in gateway_http_requests_total). */
+export function countUnroutedAnswer(metrics: GatewayMetrics, method: string, status: number): void {
+  metrics.httpRequests.inc({ method, route: UNROUTED, status_code: String(status) });
+}
+
+/**
  * One counter increment, one histogram observation and, at debug level, one log line per request. The route
  * label is the template (`/api/v1/issuing/cards`), or `unmatched` for 404s, so a scan of random
  * paths cannot blow up the label set. The log line carries no URL: a query string could hold

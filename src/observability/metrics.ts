@@ -28,8 +28,8 @@ const KNOWN = {
   connectionsRefused: ['connection_cap', 'outsider_cap'],
   connectorOperations: ['create', 'get', 'list', 'status'],
   cardOperations: ['read', 'list', 'status_change'],
-  addressBudgetRefusals: ['requests_per_second', 'in_flight', 'connections_per_second'],
-  clientErrors: ['malformed_request', 'headers_too_large', 'request_timeout', 'tls'],
+  addressBudgetRefusals: ['requests_per_second', 'in_flight', 'connections_per_second', 'open_connections'],
+  clientErrors: ['malformed_request', 'headers_too_large', 'request_timeout', 'first_request_timeout', 'tls'],
   configReloads: ['success', 'failure'],
   storeOperations: ['reserve', 'complete', 'release', 'peek', 'rotate', 'revoke', 'create_family', 'limiter', 'lockout', 'not_before', 'ping'],
 } as const;
