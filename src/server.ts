@@ -1,7 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Gateway } from './app.js';
-import type { GatewayConfig } from './config/config-types.js';
 
 /** A listener could not bind: one line an operator can act on (D40), never a stack trace. */
 export class ListenError extends Error {
@@ -31,6 +30,14 @@ async function bind<T>(listener: string, host: string, port: number, work: () =>
   }
 }
 
+/** Where each listener binds: the config's `listeners`, less what only the loader reads (`admin.exposed`). */
+type Address = { readonly host: string; readonly port: number };
+export interface ListenerAddresses {
+  readonly https: Address;
+  readonly plainHttp?: Address | undefined;
+  readonly admin: Address;
+}
+
 export interface RunningGateway {
   readonly httpsUrl: string;
   readonly plainUrl: string | undefined;
@@ -57,7 +64,7 @@ function listenPlain(server: Server, host: string, port: number): Promise<Addres
  * are refused with 403 "HTTPS is required" (D9) unless a trusted TLS-terminating proxy says,
  * with X-Forwarded-Proto, that the client spoke HTTPS to it.
  */
-export async function listenGateway(gateway: Gateway, listeners: GatewayConfig['listeners']): Promise<RunningGateway> {
+export async function listenGateway(gateway: Gateway, listeners: ListenerAddresses): Promise<RunningGateway> {
   await bind('https', listeners.https.host, listeners.https.port, () =>
     // Fastify cannot tell a serverFactory's TLS server from a plain one in its own log line.
     gateway.app.listen({

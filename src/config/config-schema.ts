@@ -25,11 +25,16 @@ export const ConfigFileSchema = Type.Object(
               description: 'address to listen on; loopback unless the scraper needs an internal interface',
             }),
             port: Port,
+            exposed: Type.Boolean({
+              default: false,
+              description:
+                'must be `true` for a `host` that is not loopback: production refuses to start otherwise, sandbox warns (D62). With it the start still warns, naming the exposure: the listener has no authentication, so keep it on a network only the scraper and the probes reach',
+            }),
           },
           {
             additionalProperties: false,
             description:
-              "the admin listener: `/metrics`, `/healthz`, `/readyz`, `/openapi.json` (D22). The examples use 8442, beside the API's 8443: no usual neighbour of a gateway (Prometheus, Alertmanager, exporters, Grafana, cAdvisor, the OpenTelemetry Collector, Envoy) listens there by default",
+              "the admin listener: `/metrics`, `/healthz`, `/readyz`, `/openapi.json` (D22), without authentication. The examples use 8442, beside the API's 8443: no usual neighbour of a gateway (Prometheus, Alertmanager, exporters, Grafana, cAdvisor, the OpenTelemetry Collector, Envoy) listens there by default",
           },
         ),
       },
@@ -76,11 +81,17 @@ export const ConfigFileSchema = Type.Object(
     trustedProxies: Type.Array(Type.String(), {
       default: [],
       description:
-        'CIDRs of load balancers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed. Never a hop count: a hop count trusts whatever the client wrote',
+        'CIDRs of load balancers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed. Never a hop count: a hop count trusts whatever the client wrote. Production refuses an entry of prefix length 0 (`0.0.0.0/0`, `::/0`: every peer could say who the client is), sandbox warns (D62)',
     }),
     allowlist: Type.Array(Type.String(), {
       minItems: 1,
-      description: 'client CIDRs, IPv4 and IPv6 (D10); IPv4 entries must be four-part decimal; IPv4-mapped IPv6 clients are matched as IPv4',
+      description:
+        'client CIDRs, IPv4 and IPv6 (D10); IPv4 entries must be four-part decimal; IPv4-mapped IPv6 clients are matched as IPv4. Production refuses an entry of prefix length 0 (`0.0.0.0/0`, `::/0`), and one wider than a /8 (IPv4) or a /32 (IPv6) unless `allowlistWideRangesAllowed` is `true`; sandbox warns (D62)',
+    }),
+    allowlistWideRangesAllowed: Type.Boolean({
+      default: false,
+      description:
+        '`true` lets production start with allowlist entries wider than a /8 (IPv4) or a /32 (IPv6), for a partner whose network is that large; never with a prefix length of 0 (D62)',
     }),
     store: StoreSchema,
     connector: Type.Object(

@@ -181,7 +181,7 @@ describe('shipped config files', () => {
     expect(config.listeners).toEqual({
       https: { host: '127.0.0.1', port: 8443 },
       plainHttp: { host: '127.0.0.1', port: 8080 },
-      admin: { host: '127.0.0.1', port: 8442 },
+      admin: { host: '127.0.0.1', port: 8442, exposed: false },
     });
     expect(config.allowlist.contains('127.0.0.1')).toBe(true);
     expect(config.allowlist.contains('::1')).toBe(true);

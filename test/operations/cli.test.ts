@@ -272,10 +272,12 @@ describe('the deploy kit configs check valid with their secrets made as deploy/R
     const result = await gatewayCli(['--check-config', join(dir, 'gateway.yaml')]);
     expect(result.code, result.stderr).toBe(0);
     // Redis with its password from a file, mutual TLS to the connector, key files 0600: nothing
-    // even a production config would refuse. The one warning: no TLS to Redis on the stack's
-    // internal network (D50; deploy/README.md says why).
+    // even a production config would refuse. The warnings: no TLS to Redis on the stack's
+    // internal network (D50; deploy/README.md says why), and the admin listener declared
+    // exposed on that network (D62).
     expect(linesOf(result.stdout)).toEqual([
       `warning: ${join(dir, 'gateway.yaml')}: store.redis.tls: no TLS to Redis: its password and every session and card record cross the network in clear; use rediss:// (or store.redis.tls for Sentinel and Cluster)`,
+      `warning: ${join(dir, 'gateway.yaml')}: listeners.admin.host: the admin listener on admin-listener serves /metrics, /healthz, /readyz and /openapi.json without authentication to whoever reaches that address (listeners.admin.exposed: true); keep it on a network only the scraper and the probes reach`,
       `${join(dir, 'gateway.yaml')}: valid (environment sandbox, 1 credentials, 2 issuing accounts)`,
     ]);
   });
@@ -319,12 +321,16 @@ describe('the deploy kit configs check valid with their secrets made as deploy/R
     const lines = linesOf(result.stdout);
     expect(lines.at(-1)).toBe(`${file}: valid (environment sandbox, 0 credentials, 2 issuing accounts)`);
     // The only warnings: key files the README's commands leave readable by others under this
-    // umask (the Deployment's init container installs them 0400), and no TLS to the example's
-    // Redis (D50).
-    expect(lines.filter((line) => line.includes('store.redis.tls'))).toEqual([
+    // umask (the Deployment's init container installs them 0400), no TLS to the example's
+    // Redis (D50), and the admin listener declared exposed on the pod's address (D62).
+    const named = (field: string) => lines.filter((line) => line.includes(`: ${field}: `));
+    expect(named('store.redis.tls')).toEqual([
       `warning: ${file}: store.redis.tls: no TLS to Redis: its password and every session and card record cross the network in clear; use rediss:// (or store.redis.tls for Sentinel and Cluster)`,
     ]);
-    for (const warning of lines.slice(0, -1).filter((line) => !line.includes('store.redis.tls')))
+    expect(named('listeners.admin.host')).toEqual([
+      `warning: ${file}: listeners.admin.host: the admin listener on 0.0.0.0 serves /metrics, /healthz, /readyz and /openapi.json without authentication to whoever reaches that address (listeners.admin.exposed: true); keep it on a network only the scraper and the probes reach`,
+    ]);
+    for (const warning of lines.slice(0, -1).filter((line) => !line.includes(': store.redis.tls: ') && !line.includes(': listeners.admin.host: ')))
       expect(warning).toMatch(/^warning: .*: file .* is accessible to group or others/);
   });
 });
