@@ -9,6 +9,7 @@ import { ManualClock } from '../../src/foundation/clock.js';
 import { ERROR_CODES, type ErrorCode } from '../../src/foundation/errors.js';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { call } from '../hostile/support.js';
 import { parseHttpAnswer, rawExchange } from '../transport/real-clients.js';
 import { HOUR, RELAXED_LIMITS, T0 } from '../support/auth-requests.js';
 import { mintToken, setConnectorMode, validCardBody } from '../support/card-fixture.js';
@@ -606,6 +607,36 @@ describe('real answers against docs/openapi.json', () => {
       observe({ operationId: op }, noHost, 'malformed_request');
       observe({ operationId: op }, tooLarge, 'headers_too_large');
       observe({ operationId: op }, tooSlow, 'request_timeout');
+    });
+  });
+
+  describe('over a real TLS listener: the per-address budget (D53), before any route', () => {
+    let budgeted: TestGateway;
+    let running: RunningGateway;
+    let ca: string;
+    beforeAll(async () => {
+      ca = await testCertificatePem();
+      // One request a second per address, on a clock that stands still: every request after the first is refused.
+      budgeted = await createTestGateway({ overrides: { trustedProxies: [], limits: { perAddress: { requestsPerSecond: 1 } } } });
+      running = await listenGateway(budgeted.gateway, { https: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } });
+      await call(`${running.httpsUrl}${JWKS}`, { ca });
+    });
+    afterAll(async () => {
+      await running?.close();
+      await budgeted?.close();
+    });
+
+    it.each(OPS)('%s: 429 rate_limited with the address policy', async (op) => {
+      const request = valid(op, { accessToken: tokens.full, refreshToken: 'x' });
+      const answer = await call(`${running.httpsUrl}${request.url}`, {
+        ca,
+        method: request.method,
+        headers: request.headers,
+        ...(request.payload !== undefined && { body: request.payload }),
+      });
+      const observed = { statusCode: answer.status, headers: answer.headers, body: answer.body };
+      observe({ operationId: op }, observed, 'rate_limited');
+      expect(headerOf(observed, 'ratelimit-policy')).toBe('"address";q=1;w=1');
     });
   });
 
