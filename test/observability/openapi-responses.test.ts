@@ -1,11 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { request as httpRequest, type Server } from 'node:http';
+import { Agent } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { ManualClock } from '../../src/foundation/clock.js';
+import { CLOSING_CODES } from '../../src/edge/openapi/error-responses.js';
 import { ERROR_CODES, type ErrorCode } from '../../src/foundation/errors.js';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
@@ -131,6 +133,10 @@ function observe(target: Target, answer: ObservedAnswer, expected?: ErrorCode): 
     expect(body.retryAfter, body.code).toBeUndefined();
     expect(headerOf(answer, 'retry-after'), body.code).toBeUndefined();
   }
+  // The documented list of connection-closing answers is what the answers do: the codes the
+  // document (and the API guide) name close it, every other answer leaves it open. A per-address
+  // rate_limited closes only as the third on one connection, which none here is.
+  expect(headerOf(answer, 'connection') === 'close', `${body.code}: Connection: close`).toBe(CLOSING_CODES.has(body.code));
   covered.add(`${name}:${body.code}`);
   seenCodes.add(body.code);
 }
@@ -628,12 +634,14 @@ describe('real answers against docs/openapi.json', () => {
 
     it.each(OPS)('%s: 429 rate_limited with the address policy', async (op) => {
       const request = valid(op, { accessToken: tokens.full, refreshToken: 'x' });
+      // Keep-alive, so that the answer's Connection header is the gateway's choice, not an echo of the client's.
+      const agent = new Agent({ keepAlive: true, ca });
       const answer = await call(`${running.httpsUrl}${request.url}`, {
-        ca,
+        agent,
         method: request.method,
         headers: request.headers,
         ...(request.payload !== undefined && { body: request.payload }),
-      });
+      }).finally(() => agent.destroy());
       const observed = { statusCode: answer.status, headers: answer.headers, body: answer.body };
       observe({ operationId: op }, observed, 'rate_limited');
       expect(headerOf(observed, 'ratelimit-policy')).toBe('"address";q=1;w=1');
