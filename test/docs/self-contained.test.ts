@@ -145,7 +145,8 @@ describe('the repository is self-contained (D39)', () => {
       for (const match of text.matchAll(mentioned)) {
         const name = match[0];
         const found = name.includes('/')
-          ? [resolve(ROOT, dirname(path), name), resolve(ROOT, name.replace(/^\.\//, ''))].some(existsInRepo)
+          ? // `/docs/...` after a base URL (the alerts' runbook_url) is a path from the repository's root.
+            [resolve(ROOT, dirname(path), name), resolve(ROOT, name.replace(/^\.?\//, ''))].some(existsInRepo)
           : FILE_NAMES.has(name);
         if (!found) problems.push(`${path}:${lineOf(text, match.index)}: names ${name}, which is not in the repository`);
       }
