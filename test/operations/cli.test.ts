@@ -381,6 +381,40 @@ describe('--version, --help and the command line', () => {
   });
 });
 
+describe('a sandbox connector port that cannot bind', () => {
+  it('the standalone connector: one line naming host and port, exit 69, no stack trace; a port that is no number: one line, exit 78', async () => {
+    const busy = await occupyPort();
+    try {
+      const result = await runToExit(process.execPath, [entry.connectorJs], { env: { SANDBOX_CONNECTOR_PORT: String(busy.port) } });
+      expect(result.code).toBe(69);
+      expect(result.stderr).toBe(`sandbox connector: cannot listen on 127.0.0.1:${busy.port} (sandbox connector listener): address already in use\n`);
+      expect(`${result.stdout}${result.stderr}`).not.toMatch(STACK_FRAME);
+    } finally {
+      await busy.close();
+    }
+    const bad = await runToExit(process.execPath, [entry.connectorJs], { env: { SANDBOX_CONNECTOR_PORT: '97OO' } });
+    expect(bad.code).toBe(78);
+    expect(bad.stderr).toBe('sandbox connector: SANDBOX_CONNECTOR_PORT: not a port number: 97OO\n');
+  });
+
+  it("the local gateway's in-process sandbox connector: the gateway's one line, exit 69, no stack trace", async () => {
+    const busy = await occupyPort();
+    try {
+      const written = await writeTestConfig(
+        await rawTestConfig({ environment: 'local', connector: { url: `http://127.0.0.1:${busy.port}`, timeoutMs: 1000, startSandbox: true } }),
+      );
+      scratch.push(written.dir);
+      const result = await gatewayCli(['--config', written.file]);
+      expect(result.code).toBe(69);
+      expect(result.stderr).toBe(`card gateway: cannot listen on 127.0.0.1:${busy.port} (sandbox connector listener): address already in use\n`);
+      expect(`${result.stdout}${result.stderr}`).not.toMatch(STACK_FRAME);
+      expect(result.stdout).not.toContain('gateway listening');
+    } finally {
+      await busy.close();
+    }
+  });
+});
+
 describe('a listener that cannot bind', () => {
   for (const listener of ['https', 'admin'] as const) {
     it(`a busy ${listener} port: one line naming the listener, host and port, exit 69, no stack trace`, async () => {
