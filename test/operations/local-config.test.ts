@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,7 +52,6 @@ describe('a copy of the local default config', () => {
     scratch.push(root);
     copyFileSync(join(REPO, 'config', 'local.yaml'), join(root, 'gateway.yaml'));
     copyFileSync(join(REPO, 'config', 'credentials.local.yaml'), join(root, 'credentials.local.yaml'));
-    const { writeFileSync, readFileSync } = await import('node:fs');
     writeFileSync(join(root, 'gateway.yaml'), readFileSync(join(root, 'gateway.yaml'), 'utf8').replace('environment: local', 'environment: sandbox'));
     const result = await gatewayCli(['--check-config', join(root, 'gateway.yaml')], { cwd: root });
     expect(result.code).toBe(78);
