@@ -261,7 +261,7 @@ export async function prepare(dir: string, connectorUrl: string, redisUrl: strin
         ...(kind === 'hostile' && { loginPerAddress: { points: 1_000_000, windowSeconds: 60 } }),
       },
       ...(kind === 'hostile' && {
-        limits: { perAddress: { requestsPerSecond: 1_000_000, inFlight: 100_000, connectionsPerSecond: 100_000 } },
+        limits: { perAddress: { requestsPerSecond: 1_000_000, inFlight: 100_000, connectionsPerSecond: 100_000, connections: 100_000 } },
       }),
     };
     writeFileSync(join(dir, `gateway-${kind}.yaml`), stringify(config));

@@ -25,6 +25,7 @@ import { AddressBudgets } from './edge/address-budgets.js';
 import { installEdgeGuards } from './edge/edge-guards.js';
 import { installErrorHandler } from './edge/error-handler.js';
 import { createFrameworkErrorHandler } from './edge/framework-errors.js';
+import type { DeadlineTimer } from './edge/first-request-deadline.js';
 import { createClientErrorHandler, publicServers, type HardeningDeps, type PublicServers } from './edge/listener-hardening.js';
 import { installNotFound } from './edge/not-found.js';
 import { installRateLimits, permissionHook } from './edge/route-policy.js';
@@ -44,7 +45,7 @@ import { buildAdminServer, type ReadinessProbe } from './edge/admin-server.js';
 import type { AuditSink } from './observability/audit.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import { OutcomeRecorder, type RequestContext } from './observability/outcomes.js';
-import { installRequestMetrics } from './edge/request-metrics.js';
+import { countUnroutedAnswer, installRequestMetrics } from './edge/request-metrics.js';
 import { instrumentStore } from './observability/store-timing.js';
 import { observeStore } from './observability/store-observer.js';
 import type { GatewayStore } from './store/store-types.js';
@@ -64,6 +65,8 @@ export interface GatewayDependencies {
   hashGate?: PasswordHashGate;
   /** How a repeated per-address refusal is held (D53); by default a timer. Tests hold it themselves. */
   holdRefusal?: RefusalHold;
+  /** The first-request deadline's timer (D59); by default a real one. Tests fire it themselves. */
+  firstRequestTimer?: DeadlineTimer;
   /** Lets a test add routes to the public or the protected scope before the app is ready. */
   extend?: { public?: (scope: FastifyInstance) => void; protected?: (scope: FastifyInstance) => void };
 }
@@ -165,10 +168,13 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
       connectionRefused: (reason) => metrics.connectionsRefused.inc({ reason }),
       clientError: (kind) => metrics.clientErrors.inc({ kind }),
       budgetRefused: (reason) => metrics.addressBudgetRefusals.inc({ reason }),
+      budgetAnswered: (method) => countUnroutedAnswer(metrics, method, 429),
     },
     budgets: new AddressBudgets(() => config.limits.perAddress, clock),
     perAddress: () => config.limits.perAddress,
     holdRefusal: deps.holdRefusal ?? holdWithTimer,
+    logger,
+    ...(deps.firstRequestTimer && { firstRequestTimer: deps.firstRequestTimer }),
   };
   const servers = publicServers(hardening);
   const app = Fastify({

@@ -74,11 +74,18 @@ export async function composeGateway(config: GatewayConfig, options: ComposeOpti
   if (config.connector.startSandbox) {
     const { startSandboxConnector } = await import('./connector/sandbox/sandbox-connector.js');
     const url = new URL(config.connector.url);
-    sandbox = await startSandboxConnector({
-      host: url.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(url.port || 80),
-      ...(config.connector.sharedSecret && { sharedSecret: config.connector.sharedSecret }),
-    });
+    try {
+      sandbox = await startSandboxConnector({
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: Number(url.port || 80),
+        ...(config.connector.sharedSecret && { sharedSecret: config.connector.sharedSecret }),
+      });
+    } catch (error) {
+      // A busy port is the entry point's one line (ListenError); what composition opened is closed first.
+      if (!options.store) await store.close();
+      await logDestination?.close(1000);
+      throw error;
+    }
   }
 
   const audit = options.audit ?? fileAudit(config, clock, log, metrics);

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { unwatchFile, watchFile } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parse as parseYaml } from 'yaml';
 import { buildInfo } from './build-info.js';
 import { composeGateway } from './compose.js';
 import { ConfigError } from './config/config-error.js';
 import { RELOADABLE_SECTIONS } from './config/live-settings.js';
-import { ensureLocalSecrets } from './config/local-secrets.js';
+import { ENVIRONMENT_OVERRIDES } from './config/environment-overrides.js';
+import { prepareLocalSecrets } from './config/local-secrets.js';
 import type { GatewayConfig } from './config/config-types.js';
 import { loadConfig } from './config/load-config.js';
 import { restartNeeded } from './config/restart-only.js';
@@ -17,12 +16,18 @@ import { ListenError, listenGateway } from './server.js';
 const USAGE = `Usage: node dist/src/main.js [option]
 
   --config FILE          run the gateway with FILE (default: GATEWAY_CONFIG, else the local
-                         default config/local.yaml with generated secrets in .local/)
+                         default config/local.yaml)
   --check-config FILE    check FILE and its credentials file completely (schema, secrets
                          readable, keys parse, ranges, production guards) without starting;
                          prints every problem; exit 0 when valid, 78 when not
   --version              print the version and the commit, exit 0
   --help                 print this text, exit 0
+
+Environment overrides, the same in every environment (an empty one changes nothing):
+${ENVIRONMENT_OVERRIDES.map(({ variable, field }) => `  ${variable.padEnd(25)}${field}`).join('\n')}
+
+A config with environment: local gets the TLS certificate and keys it names generated where it
+names them, if missing, before a start or a check (config/local.yaml: config/.local/).
 
 Signals: SIGHUP reloads the config and credentials and reopens the audit file; SIGTERM (or
 SIGINT) drains and stops. Exit codes: 0 done, 1 drain took too long, 64 bad command line,
@@ -58,19 +63,8 @@ function configPath(file: string | undefined): string {
   return resolve(file ?? process.env['GATEWAY_CONFIG'] ?? join(import.meta.dirname, '..', '..', 'config', 'local.yaml'));
 }
 
-/** The local default's secrets are generated on first start (never for other environments). */
-async function prepareLocal(file: string): Promise<void> {
-  let environment: unknown;
-  try {
-    environment = (parseYaml(await readFile(file, 'utf8')) as { environment?: unknown } | null)?.environment;
-  } catch {
-    return; // loadConfig reports the problem with the file, field and reason
-  }
-  if (environment === 'local') {
-    const created = await ensureLocalSecrets(join(dirname(file), '..', '.local'));
-    if (created.length > 0) process.stderr.write(`local default: generated ${created.join(', ')} in .local/ (kept out of git)\n`);
-  }
-}
+/** A local config's secrets are generated where it names them, before a start or a check (never for other environments). */
+const prepareLocal = (file: string): Promise<void> => prepareLocalSecrets(file, (line) => process.stderr.write(`${line}\n`));
 
 /** Runs `work`; a ConfigError ends the process with its problems on stderr, exit 78. */
 async function orExit<T>(work: () => Promise<T>): Promise<T> {
@@ -106,8 +100,12 @@ if (command.kind === 'version') {
 }
 if (command.kind === 'check') {
   const file = resolve(command.file);
+  // A fresh local config names secrets it generates at its first start: a check generates them
+  // the same way, so that it checks them (and passes) rather than report them missing.
+  await prepareLocal(file);
   const config = await loadOrExit(file);
   for (const warning of config.warnings) process.stdout.write(`warning: ${warning}\n`);
+  for (const override of config.overrides) process.stdout.write(`override: ${file}: ${override}\n`);
   process.stdout.write(
     `${file}: valid (environment ${config.environment}, ${config.credentials.size} credentials, ${config.issuingAccounts.size} issuing accounts)\n`,
   );
@@ -119,7 +117,12 @@ await prepareLocal(file);
 // The config the process started with: restart-only sections stay as they are until a restart.
 const config = await loadOrExit(file);
 // The store's own settings are checked once it answers (D54: production refuses an evicting policy).
-const composed = await orExit(() => composeGateway(config));
+// The local default's in-process sandbox connector binds here: a busy port is one line too.
+const composed = await orExit(() => composeGateway(config)).catch((error: unknown) => {
+  if (!(error instanceof ListenError)) throw error;
+  process.stderr.write(`card gateway: ${error.message}\n`);
+  process.exit(EXIT.unavailable);
+});
 const { gateway, logger, audit } = composed;
 
 let running;
@@ -143,6 +146,7 @@ logger.info(
     admin: listening.adminUrl,
     connector: config.connector.url,
     sandboxConnector: composed.sandboxUrl,
+    ...(config.overrides.length > 0 && { overrides: config.overrides }),
     ...buildInfo(),
   },
   'gateway listening',

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { composeGateway } from './compose.js';
-import { ensureLocalSecrets } from './config/local-secrets.js';
+import { prepareLocalSecrets } from './config/local-secrets.js';
 import { loadConfig } from './config/load-config.js';
 import { systemClock } from './foundation/clock.js';
 import { MemoryAuditSink } from './observability/audit.js';
@@ -15,8 +15,9 @@ import { MemoryStore } from './store/memory/memory-store.js';
  */
 const root = join(import.meta.dirname, '..', '..');
 const out = resolve(process.argv[2] ?? join(root, 'docs', 'openapi.json'));
-await ensureLocalSecrets(join(root, '.local'));
-const config = await loadConfig(join(root, 'config', 'local.yaml'), {});
+const localConfig = join(root, 'config', 'local.yaml');
+await prepareLocalSecrets(localConfig, (line) => process.stderr.write(`${line}\n`));
+const config = await loadConfig(localConfig, {});
 const store = new MemoryStore();
 const composed = await composeGateway(
   { ...config, connector: { ...config.connector, startSandbox: false } },

@@ -1,34 +1,16 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Gateway } from './app.js';
-import type { GatewayConfig } from './config/config-types.js';
+import { bindListener as bind } from './foundation/listen-error.js';
 
-/** A listener could not bind: one line an operator can act on (D40), never a stack trace. */
-export class ListenError extends Error {
-  constructor(listener: string, host: string, port: number, cause: NodeJS.ErrnoException) {
-    const reason =
-      cause.code === 'EADDRINUSE'
-        ? 'address already in use'
-        : cause.code === 'EACCES'
-          ? 'permission denied'
-          : cause.code === 'EADDRNOTAVAIL'
-            ? 'address not available on this host'
-            : (cause.code ?? cause.message);
-    super(`cannot listen on ${host}:${port} (${listener} listener): ${reason}`, { cause });
-    this.name = 'ListenError';
-  }
-}
+export { ListenError } from './foundation/listen-error.js';
 
-/** Binds one listener, turning a bind failure into a ListenError naming it. */
-async function bind<T>(listener: string, host: string, port: number, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
-      throw new ListenError(listener, host, port, error as NodeJS.ErrnoException);
-    throw error;
-  }
+/** Where each listener binds: the config's `listeners`, less what only the loader reads (`admin.exposed`). */
+type Address = { readonly host: string; readonly port: number };
+export interface ListenerAddresses {
+  readonly https: Address;
+  readonly plainHttp?: Address | undefined;
+  readonly admin: Address;
 }
 
 export interface RunningGateway {
@@ -57,7 +39,7 @@ function listenPlain(server: Server, host: string, port: number): Promise<Addres
  * are refused with 403 "HTTPS is required" (D9) unless a trusted TLS-terminating proxy says,
  * with X-Forwarded-Proto, that the client spoke HTTPS to it.
  */
-export async function listenGateway(gateway: Gateway, listeners: GatewayConfig['listeners']): Promise<RunningGateway> {
+export async function listenGateway(gateway: Gateway, listeners: ListenerAddresses): Promise<RunningGateway> {
   await bind('https', listeners.https.host, listeners.https.port, () =>
     // Fastify cannot tell a serverFactory's TLS server from a plain one in its own log line.
     gateway.app.listen({

@@ -5,7 +5,7 @@ import { CardGatewayClient, CardGatewayError, SessionEndedError } from '@card-ga
 // certificate, and the local demo credential.
 const client = new CardGatewayClient({
   baseUrl: process.env.GATEWAY_URL ?? 'https://127.0.0.1:8443',
-  ca: readFileSync(process.env.GATEWAY_CA_FILE ?? '.local/tls.crt'),
+  ca: readFileSync(process.env.GATEWAY_CA_FILE ?? 'config/.local/tls.crt'),
   // Persist rotated tokens here if the process may restart (the old refresh token dies 60 s
   // after its first use); this program only shows that it happens.
   onSessionChange: (session) => console.log(session ? 'session tokens updated' : 'session ended'),

@@ -9,7 +9,7 @@ export interface CardGatewayClientOptions {
   baseUrl: string | URL;
   /**
    * PEM certificate(s) to trust instead of the system CAs, e.g. the sandbox's self-signed
-   * certificate (`.local/tls.crt` of `npm start`). Uses undici's fetch and Agent.
+   * certificate (`config/.local/tls.crt` of `npm start`). Uses undici's fetch and Agent.
    */
   ca?: CaOption;
   /** A fetch to use instead of the global one (a proxy, instrumentation). Overrides `ca`. */

@@ -9,12 +9,14 @@ import { CLIENT_ROOT, withClientDist } from './support/client-dist.js';
 import { programEnvironment, startRealGateway, type RealGateway } from './support/real-gateway.js';
 
 /**
- * The client as an integrator gets it: `npm pack` (its prepack builds), the tarball installed
- * into an empty project outside the repository, then a program from ESM and one from CommonJS
- * log in and create a card against a real gateway, and a TypeScript consumer type-checks under
- * each module resolution (node16, bundler, node). No network: the one runtime dependency,
- * undici, is packed from this repository's node_modules and installed beside the client offline.
- * `npm run check:client-package` runs this file alone.
+ * The client as an integrator gets it, by the words of its README's "Install" section alone: its
+ * pack command run at the repository root (its prepack builds), then its install command run in
+ * an empty project outside the repository with the tarball's path in place of `/path/to/`. Then
+ * a program from ESM and one from CommonJS log in and create a card against a real gateway, and
+ * a TypeScript consumer type-checks under each module resolution (node16, bundler, node). No
+ * network: the one runtime dependency, undici, is packed from this repository's node_modules and
+ * installed first, and the README's commands run with `--offline` (and the pack with a
+ * destination outside the repository). `npm run check:client-package` runs this file alone.
  */
 
 const run = promisify(execFile);
@@ -108,11 +110,21 @@ const RESOLUTIONS = {
   node: { module: 'CommonJS', moduleResolution: 'Node10' },
 } as const;
 
-describe('the client package, packed and installed into an empty project', () => {
+/** The commands of the README's "Install" section, each code block's one line, split into words. */
+function readmeInstallCommands(): string[][] {
+  const readme = readFileSync(join(CLIENT_ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Install'), readme.indexOf('\n## ', readme.indexOf('## Install') + 1));
+  return [...section.matchAll(/```sh\n([^\n]+)\n```/g)].map((match) => match[1]!.trim().split(/\s+/));
+}
+
+const OFFLINE = ['--offline', '--no-audit', '--no-fund', '--no-update-notifier'];
+
+describe('the client package, packed and installed into an empty project by its README', () => {
   let scratch: string;
   let app: string;
   let packed: Packed;
   let g: RealGateway | undefined;
+  const [packCommand = [], installCommand = []] = readmeInstallCommands();
 
   beforeAll(async () => {
     scratch = realpathSync(mkdtempSync(join(tmpdir(), 'client-package-')));
@@ -120,34 +132,37 @@ describe('the client package, packed and installed into an empty project', () =>
     app = join(scratch, 'app');
     mkdirSync(tarballs);
     mkdirSync(app);
-    packed = await withClientDist(() => pack(CLIENT_ROOT, tarballs));
+    // The README's pack command, at the repository root, as it says.
+    expect(packCommand.slice(0, 2)).toEqual(['npm', 'pack']);
+    packed = await withClientDist(async () => {
+      const { stdout } = await run(packCommand[0]!, [...packCommand.slice(1), '--json', '--pack-destination', tarballs], { cwd: REPO, timeout: 200_000 });
+      return (JSON.parse(stdout.slice(stdout.indexOf('\n[') + 1)) as Packed[])[0]!;
+    });
     const undici = await pack(join(REPO, 'node_modules', 'undici'), tarballs, '--ignore-scripts');
     writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'client-package-check', private: true, type: 'module' })}\n`);
-    await run(
-      'npm',
-      [
-        'install',
-        '--offline',
-        '--no-audit',
-        '--no-fund',
-        '--ignore-scripts',
-        '--no-update-notifier',
-        join(tarballs, undici.filename),
-        join(tarballs, packed.filename),
-      ],
-      { cwd: app, timeout: 120_000 },
-    );
+    // What the registry would give the install: its one dependency, offline.
+    await run('npm', ['install', ...OFFLINE, join(tarballs, undici.filename)], { cwd: app, timeout: 120_000 });
+    // The README's install command, with the tarball it named where it says /path/to/.
+    expect(installCommand.slice(0, 2)).toEqual(['npm', 'install']);
+    const install = installCommand.slice(1).map((word) => (word.startsWith('/path/to/') ? join(tarballs, word.slice('/path/to/'.length)) : word));
+    await run('npm', [...install, ...OFFLINE], { cwd: app, timeout: 120_000 });
   }, 300_000);
+
+  it('names the tarball the pack command writes, and installs it as a file: dependency', () => {
+    expect(installCommand.at(-1)).toBe(`/path/to/${packed.filename}`);
+    const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    expect(manifest.dependencies['@card-gateway/client']).toMatch(new RegExp(`^file:.*${packed.filename.replace(/\./g, '\\.')}$`));
+  });
 
   afterAll(async () => {
     await g?.close();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
-  it('ships the ESM and CommonJS builds with their declarations, the README and the manifest: no sources, tests or examples', () => {
+  it('ships the ESM and CommonJS builds with their declarations, the README, the LICENSE and the manifest: no sources, tests or examples', () => {
     const paths = packed.files.map((file) => file.path).sort();
     const outside = paths.filter((path) => !path.startsWith('dist/esm/') && !path.startsWith('dist/cjs/'));
-    expect(outside).toEqual(['README.md', 'package.json']);
+    expect(outside).toEqual(['LICENSE', 'README.md', 'package.json']);
     for (const build of ['esm', 'cjs']) {
       expect(paths).toContain(`dist/${build}/index.js`);
       expect(paths).toContain(`dist/${build}/index.d.ts`);
@@ -156,10 +171,20 @@ describe('the client package, packed and installed into an empty project', () =>
     expect(paths).toContain('dist/cjs/package.json');
     const installed = join(app, 'node_modules', '@card-gateway', 'client');
     expect(JSON.parse(readFileSync(join(installed, 'dist', 'cjs', 'package.json'), 'utf8'))).toEqual({ type: 'commonjs' });
-    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      version: string;
+      license: string;
+      dependencies: Record<string, string>;
+    };
     expect(manifest.version).toMatch(/^\d+\.\d+\.\d+$/);
     expect(Object.keys(manifest.dependencies)).toEqual(['undici']);
-    expect(readFileSync(join(installed, 'README.md'), 'utf8')).toContain('npm install @card-gateway/client');
+    // Apache-2.0, the repository's licence, its text shipped in the package.
+    expect(manifest.license).toBe('Apache-2.0');
+    const license = readFileSync(join(installed, 'LICENSE'), 'utf8');
+    expect(license).toBe(readFileSync(join(REPO, 'LICENSE'), 'utf8'));
+    expect(license).toMatch(/^\s+Apache License\n\s+Version 2\.0, January 2004\n/);
+    expect((JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { license: string }).license).toBe('Apache-2.0');
+    expect(readFileSync(join(installed, 'README.md'), 'utf8')).toContain(`npm install /path/to/${packed.filename}`);
   });
 
   it('logs in, creates, reads and freezes a card from an ESM program and from a CommonJS program, each loading its own build', async () => {

@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
 import { ConfigFileSchema } from './config-schema.js';
 import { CredentialsFileSchema } from './credentials-file.js';
+import { ENVIRONMENT_OVERRIDES } from './environment-overrides.js';
 
 /** Where the configuration reference lives, from the repository's root. */
 export const CONFIG_REFERENCE_PATH = 'docs/configuration.md';
@@ -130,6 +131,10 @@ resolved from the config file's folder.
 
 **Secrets never appear in these files.** Every setting of type *secret ref* names where its
 secret lives: \`{ file: /run/secrets/x }\` or \`{ env: VARIABLE }\`, exactly one of the two.
+
+**From the environment.** ${ENVIRONMENT_OVERRIDES.map(({ variable, field }) => `\`${variable}\` replaces \`${field}\``).join(', ')}, in every
+environment (an unset or empty variable changes nothing; see "Running" in the
+[operations guide](operations.md#running)). Nothing else is read from the environment.
 
 **Every problem at once.** A wrong config stops the start (exit code 78) with one line per
 problem, all in one pass: a mistake in one setting does not hide the problems of its neighbours,

@@ -25,11 +25,16 @@ export const ConfigFileSchema = Type.Object(
               description: 'address to listen on; loopback unless the scraper needs an internal interface',
             }),
             port: Port,
+            exposed: Type.Boolean({
+              default: false,
+              description:
+                'must be `true` for a `host` that is not loopback: production refuses to start otherwise, sandbox warns (D62). With it the start still warns, naming the exposure: the listener has no authentication, so keep it on a network only the scraper and the probes reach',
+            }),
           },
           {
             additionalProperties: false,
             description:
-              "the admin listener: `/metrics`, `/healthz`, `/readyz`, `/openapi.json` (D22). The examples use 8442, beside the API's 8443: no usual neighbour of a gateway (Prometheus, Alertmanager, exporters, Grafana, cAdvisor, the OpenTelemetry Collector, Envoy) listens there by default",
+              "the admin listener: `/metrics`, `/healthz`, `/readyz`, `/openapi.json` (D22), without authentication. The examples use 8442, beside the API's 8443: no usual neighbour of a gateway (Prometheus, Alertmanager, exporters, Grafana, cAdvisor, the OpenTelemetry Collector, Envoy) listens there by default",
           },
         ),
       },
@@ -53,6 +58,12 @@ export const ConfigFileSchema = Type.Object(
         headersTimeoutMs: Millis(100, 10_000, 10_000, 'request headers must arrive within this'),
         requestTimeoutMs: Millis(100, 30_000, 30_000, 'the whole request must arrive within this'),
         keepAliveTimeoutMs: Millis(100, 10_000, 5_000, 'an idle keep-alive connection is closed after this'),
+        firstRequestTimeoutMs: Millis(
+          100,
+          10_000,
+          3_000,
+          "a connection's first request (TLS handshake, request line and headers) must have arrived within this of its accept; past it: 408 where it can still be written, and the connection closed (D59). The TLS handshake deadline is never longer than this",
+        ),
         maxConnections: PositiveInt({
           maximum: 1_000_000,
           default: 1024,
@@ -70,11 +81,17 @@ export const ConfigFileSchema = Type.Object(
     trustedProxies: Type.Array(Type.String(), {
       default: [],
       description:
-        'CIDRs of load balancers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed. Never a hop count: a hop count trusts whatever the client wrote',
+        'CIDRs of load balancers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed. Never a hop count: a hop count trusts whatever the client wrote. Production refuses an entry of prefix length 0 (`0.0.0.0/0`, `::/0`: every peer could say who the client is), sandbox warns (D62)',
     }),
     allowlist: Type.Array(Type.String(), {
       minItems: 1,
-      description: 'client CIDRs, IPv4 and IPv6 (D10); IPv4 entries must be four-part decimal; IPv4-mapped IPv6 clients are matched as IPv4',
+      description:
+        'client CIDRs, IPv4 and IPv6 (D10); IPv4 entries must be four-part decimal; IPv4-mapped IPv6 clients are matched as IPv4. Production refuses an entry of prefix length 0 (`0.0.0.0/0`, `::/0`), and one wider than a /8 (IPv4) or a /32 (IPv6) unless `allowlistWideRangesAllowed` is `true`; sandbox warns (D62)',
+    }),
+    allowlistWideRangesAllowed: Type.Boolean({
+      default: false,
+      description:
+        '`true` lets production start with allowlist entries wider than a /8 (IPv4) or a /32 (IPv6), for a partner whose network is that large; never with a prefix length of 0 (D62)',
     }),
     store: StoreSchema,
     connector: Type.Object(
@@ -125,12 +142,18 @@ export const ConfigFileSchema = Type.Object(
             }),
             connectionsPerSecond: PositiveInt({
               maximum: 1_000_000,
-              default: 50,
+              default: 200,
               description:
-                'New connections one peer address may open to one replica per second; past it the socket is closed at accept, before the TLS handshake. Trusted proxies are exempt (their clients are known only from headers).',
+                'New connections one peer address (IPv6 per /64) may open to one replica per second; past it the socket is closed at accept, before the TLS handshake. The default equals requestsPerSecond, so a client that opens a connection per request is served as far as its request budget goes (D59). Trusted proxies are exempt (their clients are known only from headers).',
+            }),
+            connections: PositiveInt({
+              maximum: 1_000_000,
+              default: 128,
+              description:
+                'Connections one peer address (IPv6 per /64) may hold open to one replica at once; past it a new one is closed at accept, before the TLS handshake (D59). Trusted proxies are exempt.',
             }),
           },
-          { additionalProperties: false, default: {}, description: 'Per-address budgets of one replica (D53).' },
+          { additionalProperties: false, default: {}, description: 'Per-address budgets of one replica (D53, D59).' },
         ),
       },
       { additionalProperties: false, default: {}, description: 'Budgets decided in memory by each replica, before routing.' },

@@ -80,6 +80,8 @@ export interface ResolvedConfig {
   shutdown: ConfigFile['shutdown'];
   /** Unsafe settings tolerated outside production (D32) and certificates near their end (D51): logged as warnings. */
   warnings: string[];
+  /** Settings taken from the environment (environment-overrides.ts), as `field from VARIABLE`. */
+  overrides: string[];
   /** A digest per section that only a restart applies; a reload names the ones that changed. */
   restartOnly: Record<string, string>;
 }

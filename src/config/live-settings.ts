@@ -17,7 +17,14 @@ export interface LiveSnapshot {
  * the loader digests every other section as restart-only, and the reload's log line lists these
  * as `applied`.
  */
-export const RELOADABLE_SECTIONS: ReadonlySet<keyof ConfigFile> = new Set(['allowlist', 'trustedProxies', 'credentialsFile', 'issuingAccounts'] as const);
+export const RELOADABLE_SECTIONS: ReadonlySet<keyof ConfigFile> = new Set([
+  'allowlist',
+  // Read by the production guards (D62) as the allowlist they judge is loaded: it applies with it.
+  'allowlistWideRangesAllowed',
+  'trustedProxies',
+  'credentialsFile',
+  'issuingAccounts',
+] as const);
 
 /**
  * Holds the current snapshot. Requests read `current` once and use that object throughout, so

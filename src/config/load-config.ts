@@ -40,7 +40,7 @@ export interface LoadOptions {
  */
 export async function loadConfig(file: string, env: Environment = process.env, options: LoadOptions = {}): Promise<GatewayConfig> {
   const path = resolve(file);
-  const { root, problems: schemaProblems } = await readConfigFile(path);
+  const { root, problems: schemaProblems, overrides } = await readConfigFile(path, env);
   if (!root) throw new ConfigError(schemaProblems);
   const secrets = new SecretReader(dirname(path), env);
   const environment = accept(ConfigFileSchema.properties.environment, root['environment']);
@@ -72,7 +72,7 @@ export async function loadConfig(file: string, env: Environment = process.env, o
   const loaded = complete(sections);
   if (run.problems.length > 0 || !loaded) throw new ConfigError(run.problems.length > 0 ? run.problems : [`${path}: (top level): incomplete configuration`]);
   const { credentials, ...rest } = loaded;
-  return deepFreeze({ file: path, ...rest, ...credentials, warnings: run.warnings, restartOnly: restartOnlyDigests(root, secrets) });
+  return deepFreeze({ file: path, ...rest, ...credentials, warnings: run.warnings, overrides, restartOnly: restartOnlyDigests(root, secrets) });
 }
 
 /** D32, D50: production refuses what sandbox and local start with and warn about. */

@@ -13,12 +13,13 @@ export class Problems {
 
   constructor(readonly file: string) {}
 
-  add(field: string, problem: string): void {
-    this.problems.push(`${this.file}: ${field}: ${problem}`);
+  /** A problem of `field`; `file` when it is in another file than the config (the credentials file). */
+  add(field: string, problem: string, file = this.file): void {
+    this.problems.push(`${file}: ${field}: ${problem}`);
   }
 
-  warn(field: string, problem: string): void {
-    this.warnings.push(`${this.file}: ${field}: ${problem}`);
+  warn(field: string, problem: string, file = this.file): void {
+    this.warnings.push(`${file}: ${field}: ${problem}`);
   }
 
   /** Runs `work`, turning a thrown error into a problem on `field` (a ConfigError's lines as they are). */
@@ -117,9 +118,9 @@ export interface SectionContext {
  * D51); with no well-formed environment it is a warning (the environment's own problem stops
  * the start).
  */
-export function refuseInProduction(context: SectionContext, field: string, problem: string, reason: string): void {
-  if (context.environment === 'production') context.problems.add(field, `${problem} (${reason})`);
-  else context.problems.warn(field, problem);
+export function refuseInProduction(context: SectionContext, field: string, problem: string, reason: string, file?: string): void {
+  if (context.environment === 'production') context.problems.add(field, `${problem} (${reason})`, file);
+  else context.problems.warn(field, problem, file);
 }
 
 /** A section's loader: its raw part of the file in, its value out (none when it found a problem). */

@@ -1,28 +1,83 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { access, mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import selfsigned from 'selfsigned';
+import { child } from './schema-parts.js';
 
 /**
- * The embedded local default needs a TLS certificate, a signing key and a card-record key
- * that must never be committed. They are generated once into `.local/` (git-ignored) and
- * reused, so tokens and idempotency records survive a restart of the local gateway.
+ * Where a local config's generated secrets go: the files its own references name, resolved from
+ * the config file's folder like every other reference. Only `{ file: ... }` references are
+ * generated; one read from the environment is the operator's.
  */
-export async function ensureLocalSecrets(dir: string): Promise<string[]> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const created: string[] = [];
-  const missing = async (name: string) => {
-    try {
-      await access(join(dir, name));
-      return false;
-    } catch {
-      return true;
-    }
+export interface LocalSecretPaths {
+  tlsCert?: string;
+  tlsKey?: string;
+  signingKey?: string;
+  cardRecordKey?: string;
+  /** The audit file: its folder is made, the file is the audit trail's own. */
+  auditFile?: string;
+}
+
+/** The `{ file }` reference at `path` of the parsed config, resolved from `baseDir`. */
+function fileAt(root: unknown, path: readonly string[], baseDir: string): string | undefined {
+  const value = path.reduce<unknown>((node, key) => child(node, key), root);
+  return typeof value === 'string' && value !== '' ? resolve(baseDir, value) : undefined;
+}
+
+/**
+ * The secrets an `environment: local` config names, or undefined for any other environment (and
+ * for a file that cannot be read: the loader reports that, with the file, field and reason).
+ */
+export async function localSecretPaths(configFile: string): Promise<LocalSecretPaths | undefined> {
+  let root: unknown;
+  try {
+    root = parseYaml(await readFile(configFile, 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (child(root, 'environment') !== 'local') return undefined;
+  const baseDir = dirname(configFile);
+  const paths: LocalSecretPaths = {};
+  const set = (key: keyof LocalSecretPaths, path: readonly string[]) => {
+    const file = fileAt(root, path, baseDir);
+    if (file !== undefined) paths[key] = file;
   };
-  // Both are checked (no short-circuit): a lone missing half regenerates the pair, reported as such.
-  const [certMissing, keyMissing] = [await missing('tls.crt'), await missing('tls.key')];
-  if (certMissing || keyMissing) {
-    created.push('tls.crt', 'tls.key');
+  set('tlsCert', ['tls', 'cert', 'file']);
+  set('tlsKey', ['tls', 'key', 'file']);
+  set('signingKey', ['tokens', 'signingKey', 'privateKey', 'file']);
+  set('cardRecordKey', ['cards', 'encryptionKey', 'key', 'file']);
+  set('auditFile', ['audit', 'file']);
+  return paths;
+}
+
+const missing = async (path: string): Promise<boolean> => {
+  try {
+    await access(path);
+    return false;
+  } catch {
+    return true;
+  }
+};
+
+/** Writes a secret file (0600) into a folder made for it (0700) if it does not exist yet. */
+async function writeSecret(path: string, content: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  await writeFile(path, content, { mode: 0o600 });
+}
+
+/**
+ * A local config needs a TLS certificate, a signing key and a card-record key that must never be
+ * committed. The ones its references name that do not exist yet are generated there, once, and
+ * reused afterwards, so tokens and idempotency records survive a restart. The shipped local
+ * config names them in `.local/` beside itself (git-ignored); a copy of it elsewhere gets its own
+ * `.local/` beside the copy. Returns the files written.
+ */
+export async function ensureLocalSecrets(paths: LocalSecretPaths): Promise<string[]> {
+  const created: string[] = [];
+  if (paths.auditFile !== undefined) await mkdir(dirname(paths.auditFile), { recursive: true, mode: 0o700 });
+  // Both halves are checked (no short-circuit): a lone missing half regenerates the pair.
+  if (paths.tlsCert !== undefined && paths.tlsKey !== undefined && ((await missing(paths.tlsCert)) || (await missing(paths.tlsKey)))) {
     const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
       keyType: 'ec',
       curve: 'P-256',
@@ -40,17 +95,34 @@ export async function ensureLocalSecrets(dir: string): Promise<string[]> {
         },
       ],
     });
-    await writeFile(join(dir, 'tls.crt'), pems.cert, { mode: 0o600 });
-    await writeFile(join(dir, 'tls.key'), pems.private, { mode: 0o600 });
+    await writeSecret(paths.tlsCert, pems.cert);
+    await writeSecret(paths.tlsKey, pems.private);
+    created.push(paths.tlsCert, paths.tlsKey);
   }
-  if (await missing('signing.key')) {
-    created.push('signing.key');
+  if (paths.signingKey !== undefined && (await missing(paths.signingKey))) {
     const { privateKey } = generateKeyPairSync('ed25519');
-    await writeFile(join(dir, 'signing.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    await writeSecret(paths.signingKey, privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
+    created.push(paths.signingKey);
   }
-  if (await missing('card-record.key')) {
-    created.push('card-record.key');
-    await writeFile(join(dir, 'card-record.key'), randomBytes(32).toString('base64'), { mode: 0o600 });
+  if (paths.cardRecordKey !== undefined && (await missing(paths.cardRecordKey))) {
+    await writeSecret(paths.cardRecordKey, randomBytes(32).toString('base64'));
+    created.push(paths.cardRecordKey);
   }
   return created;
+}
+
+/**
+ * For a local config only: generates what it names that is missing, and says so on stderr
+ * (paths relative to the working folder). Start and `--check-config` both run this first, so a
+ * fresh local config checks valid. Never anything for sandbox or production.
+ */
+export async function prepareLocalSecrets(configFile: string, say: (line: string) => void): Promise<void> {
+  const paths = await localSecretPaths(configFile);
+  if (paths === undefined) return;
+  const created = await ensureLocalSecrets(paths);
+  const shown = (path: string): string => {
+    const from = relative(process.cwd(), path);
+    return from.startsWith('..') || isAbsolute(from) ? path : from;
+  };
+  if (created.length > 0) say(`local config: generated ${created.map(shown).join(', ')} (keep them out of version control)`);
 }

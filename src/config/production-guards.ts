@@ -1,4 +1,5 @@
 import { ConfigFileSchema } from './config-schema.js';
+import { openDoors } from './open-doors.js';
 import { child, members, present } from './schema-parts.js';
 
 const SCHEMA = ConfigFileSchema.properties;
@@ -22,8 +23,9 @@ export interface UnsafeSetting {
 }
 
 /**
- * Settings that would put card data or credentials at risk (D32, D50), as `field: problem`
- * pairs: the one list of them. Production refuses to start with any marked `refuse` and warns
+ * Settings that would put card data or credentials at risk (D32, D50) or leave a door open to
+ * anyone (D62, open-doors.ts), as `field: problem` pairs: the one list of them (the credentials
+ * file's own, a shipped password hash, is judged where that file is read). Production refuses to start with any marked `refuse` and warns
  * about the others; sandbox and local log every one as a warning and start. `root` is the file
  * as read: each guard looks at the settings the schema accepts, whatever their siblings hold (D52).
  */
@@ -52,6 +54,7 @@ export function unsafeSettings(root: unknown, secretFiles: readonly SecretFileMo
   }
   const { level } = members(SCHEMA.logging, child(root, 'logging'));
   if (level && VERBOSE_LEVELS.has(level)) refuse('logging.level', `${level} is below info; use info or higher`);
+  found.push(...openDoors(root));
   return found;
 }
 

@@ -1,21 +1,29 @@
 import ipaddr from 'ipaddr.js';
 import type { Clock } from '../foundation/clock.js';
 
-/** D53: what one client address may take of one replica, per second and at once. */
+/** D53, D59: what one client address may take of one replica, per second and at once. */
 export interface PerAddressLimits {
   readonly requestsPerSecond: number;
   readonly inFlight: number;
   readonly connectionsPerSecond: number;
+  /** D59: connections of one address open at once. */
+  readonly connections: number;
 }
 
+/** Why a connection was refused at accept: over the new-connection rate, or over the open connections (D59). */
+export type ConnectionRefusal = 'connections_per_second' | 'open_connections';
+
 /** Why a request or a connection was refused: the metrics' `reason`, never the address. */
-export type BudgetRefusal = 'requests_per_second' | 'in_flight' | 'connections_per_second';
+export type BudgetRefusal = 'requests_per_second' | 'in_flight' | ConnectionRefusal;
 
 /** A refused request: why, and how long until the address's one-second window ends (1 to 1000 ms, by the injected clock). */
 export interface RequestRefusal {
-  readonly reason: Exclude<BudgetRefusal, 'connections_per_second'>;
+  readonly reason: Exclude<BudgetRefusal, ConnectionRefusal>;
   readonly windowLeftMs: number;
 }
+
+/** A connection's admission: refused (why), or admitted, with what to call once it closes. */
+export type ConnectionAdmission = { readonly refused: ConnectionRefusal } | { readonly refused: undefined; closed(): void };
 
 interface Usage {
   /** Start (injected clock, ms) of the one-second window the counts below belong to. */
@@ -23,6 +31,8 @@ interface Usage {
   requests: number;
   connections: number;
   inFlight: number;
+  /** Connections of the address open now (D59): not reset with the window. */
+  open: number;
 }
 
 /** Addresses tracked at most; past it the idle ones are dropped at once, then new ones share one entry. */
@@ -52,7 +62,8 @@ export function budgetKey(address: string): string {
  * Per-address request and connection budgets, local to this replica (D53): no store round trip,
  * so a refusal costs a map lookup. Windows are fixed seconds of the injected clock, so a burst
  * across a window edge can reach twice the rate for an instant (the same as the login limits).
- * An address's entry lives while it has requests in flight or counts in the current window.
+ * An address's entry lives while it has requests in flight, connections open or counts in the
+ * current window.
  */
 export class AddressBudgets {
   readonly #usage = new Map<string, Usage>();
@@ -63,12 +74,28 @@ export class AddressBudgets {
     private readonly clock: Clock,
   ) {}
 
-  /** Counts a new connection from `address`; false: over `connectionsPerSecond`, close it. */
-  admitConnection(address: string): boolean {
+  /**
+   * Counts a new connection from `address`: refused over `connectionsPerSecond` (new ones this
+   * second) or over `connections` (open at once, D59), else admitted until `closed` is called.
+   * A refused connection counts towards neither.
+   */
+  admitConnection(address: string): ConnectionAdmission {
     const usage = this.#use(address);
-    if (usage.connections >= this.limits().connectionsPerSecond) return false;
+    const limits = this.limits();
+    if (usage.connections >= limits.connectionsPerSecond) return { refused: 'connections_per_second' };
+    if (usage.open >= limits.connections) return { refused: 'open_connections' };
     usage.connections += 1;
-    return true;
+    usage.open += 1;
+    let closed = false;
+    // The entry itself, not a lookup by key: an address budgeted in the overflow entry is released there.
+    return {
+      refused: undefined,
+      closed: () => {
+        if (closed) return;
+        closed = true;
+        usage.open -= 1;
+      },
+    };
   }
 
   /**
@@ -110,7 +137,7 @@ export class AddressBudgets {
         if (this.#usage.size >= MAX_TRACKED) key = OVERFLOW;
       }
       usage = this.#usage.get(key);
-      if (!usage) this.#usage.set(key, (usage = { window: now, requests: 0, connections: 0, inFlight: 0 }));
+      if (!usage) this.#usage.set(key, (usage = { window: now, requests: 0, connections: 0, inFlight: 0, open: 0 }));
     }
     if (now - usage.window >= WINDOW_MS || now < usage.window) {
       usage.window = now;
@@ -120,11 +147,11 @@ export class AddressBudgets {
     return usage;
   }
 
-  /** Drops the entries with nothing in flight whose window has ended: at most once a second. */
+  /** Drops the entries with nothing in flight or open whose window has ended: at most once a second. */
   #sweep(now: number): void {
     this.#sweptAt = now;
     for (const [key, usage] of this.#usage) {
-      if (usage.inFlight === 0 && now - usage.window >= WINDOW_MS) this.#usage.delete(key);
+      if (usage.inFlight === 0 && usage.open === 0 && now - usage.window >= WINDOW_MS) this.#usage.delete(key);
     }
   }
 }

@@ -112,6 +112,14 @@ export function installErrorHandler(app: FastifyInstance, clock: Clock, metrics:
         'request failed',
       );
     }
+    // Fastify closes the connection after any body parser error, in case the client is still
+    // sending. The strict JSON parser only runs on a body read to its end (parseAs: 'string'), so
+    // its refusals leave nothing unread: the connection stays usable, as for any other 400.
+    if (fromStrictJsonParser(error, mapped)) reply.removeHeader('connection');
     return sendError(reply, mapped, clock);
   });
 }
+
+/** A refusal of strict-json-parser.ts: empty, not JSON, or not strict JSON (D29). */
+const fromStrictJsonParser = (error: unknown, mapped: GatewayError): boolean =>
+  error instanceof StrictJsonError || mapped.code === 'malformed_json' || mapped.code === 'empty_body';

@@ -14,7 +14,9 @@ import type { Clock } from '../foundation/clock.js';
 import type { AddressRanges } from '../foundation/address-ranges.js';
 import { normaliseAddress } from '../foundation/address-ranges.js';
 import type { AddressBudgets, BudgetRefusal, PerAddressLimits } from './address-budgets.js';
+import { AcceptRefusalLog, type AcceptRefusal, type WarningLogger } from './accept-refusals.js';
 import { classifyPeer } from './client-origin.js';
+import { FirstRequestDeadline, unrefTimer, type DeadlineTimer } from './first-request-deadline.js';
 import { budgetRequests, type RefusalHold } from './request-budget.js';
 import { errors, toEnvelope, type GatewayError } from '../foundation/errors.js';
 
@@ -24,6 +26,8 @@ export interface EdgeLimits {
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  /** D59: a connection's first request must have arrived within this of its accept. */
+  readonly firstRequestTimeoutMs: number;
   readonly maxConnections: number;
   readonly maxOutsiderConnections: number;
 }
@@ -49,8 +53,10 @@ export interface ListenerEvents {
   connectionOpened(): void;
   connectionClosed(): void;
   connectionRefused(reason: 'connection_cap' | 'outsider_cap'): void;
-  /** D53: a request answered 429 or a connection closed at accept, over its address's budget. */
+  /** D53, D59: a request answered 429 or a connection closed at accept, over its address's budget. */
   budgetRefused(reason: BudgetRefusal): void;
+  /** D62: a per-address 429 was written, before any routing (so the request metrics never saw it). */
+  budgetAnswered(method: string): void;
   clientError(kind: string): void;
 }
 
@@ -65,51 +71,61 @@ export interface HardeningDeps {
   perAddress(): PerAddressLimits;
   /** How a refusal past the first on a connection is held (request-budget.ts); tests replace the timer. */
   holdRefusal: RefusalHold;
+  /** D59: where refusals at accept are said (at a bounded rate). */
+  logger: WarningLogger;
+  /** D59: the first-request deadline's timer; by default a real one. Tests fire it themselves. */
+  firstRequestTimer?: DeadlineTimer;
 }
 
 /**
  * Counts connections across both public listeners. A direct peer that is neither allowlisted
  * nor a trusted proxy can only ever be told 403, so such peers share a small budget of their
  * own and are closed at accept beyond it, before any TLS work: they cannot crowd out allowlisted
- * clients. Behind a trusted proxy the client address is only known from headers, so there the
- * proxy's own limits have to do this job (docs/operations.md, "Hostile traffic").
+ * clients. Every other direct peer has its address's budgets (D53, D59): new connections a
+ * second, and connections open at once. Behind a trusted proxy the client address is only known
+ * from headers, so there the proxy's own limits have to do this job (docs/operations.md,
+ * "Hostile traffic"). Every refusal is counted and logged at a bounded rate (D59).
  */
 class ConnectionBudget {
   #open = 0;
   #outsiders = 0;
+  readonly #refusals: AcceptRefusalLog;
 
-  constructor(private readonly deps: HardeningDeps) {}
+  constructor(
+    private readonly deps: HardeningDeps,
+    private readonly deadline: FirstRequestDeadline,
+  ) {
+    this.#refusals = new AcceptRefusalLog(deps.logger, deps.clock);
+  }
 
-  admit(socket: Socket): void {
+  admit(socket: Socket, plain: boolean): void {
     const { limits, events } = this.deps;
-    if (this.#open >= limits.maxConnections) {
-      events.connectionRefused('connection_cap');
-      socket.destroy();
-      return;
-    }
+    if (this.#open >= limits.maxConnections) return this.#refuse(socket, 'connection_cap');
     const peer = classifyPeer(socket.remoteAddress, this.deps.ranges());
     const outsider = peer === 'outsider';
-    if (outsider && this.#outsiders >= limits.maxOutsiderConnections) {
-      events.connectionRefused('outsider_cap');
-      socket.destroy();
-      return;
-    }
+    if (outsider && this.#outsiders >= limits.maxOutsiderConnections) return this.#refuse(socket, 'outsider_cap');
     // D53: a trusted proxy carries many clients, known only from headers: its connections are
     // not budgeted per address (the requests it forwards are, by their client's address).
     const address = peer === 'proxy' || socket.remoteAddress === undefined ? undefined : normaliseAddress(socket.remoteAddress);
-    if (address !== undefined && !this.deps.budgets.admitConnection(address)) {
-      events.budgetRefused('connections_per_second');
-      socket.destroy();
-      return;
-    }
+    const admission = address === undefined ? undefined : this.deps.budgets.admitConnection(address);
+    if (admission?.refused !== undefined) return this.#refuse(socket, admission.refused);
     this.#open += 1;
     if (outsider) this.#outsiders += 1;
     events.connectionOpened();
     socket.once('close', () => {
       this.#open -= 1;
       if (outsider) this.#outsiders -= 1;
+      admission?.closed();
       events.connectionClosed();
     });
+    this.deadline.accepted(socket, plain);
+  }
+
+  #refuse(socket: Socket, reason: AcceptRefusal): void {
+    if (reason === 'connection_cap' || reason === 'outsider_cap') this.deps.events.connectionRefused(reason);
+    else this.deps.events.budgetRefused(reason);
+    this.#refusals.refused(reason);
+    socket.destroy();
   }
 }
 
@@ -149,27 +165,53 @@ export function createClientErrorHandler(deps: HardeningDeps) {
       return;
     }
     const refused = classifyPeer((socket as Socket).remoteAddress, deps.ranges()) === 'outsider';
-    const gatewayError = refused ? errors.addressNotAllowed() : make();
-    const correlationId = randomUUID();
-    const body = JSON.stringify(toEnvelope(gatewayError, correlationId, deps.clock.now()));
-    socket.end(
-      `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status] ?? ''}\r\n` +
-        'content-type: application/json; charset=utf-8\r\n' +
-        `content-length: ${Buffer.byteLength(body)}\r\n` +
-        `x-correlation-id: ${correlationId}\r\n` +
-        'connection: close\r\n\r\n' +
-        body,
-    );
+    socket.end(envelopeResponse(refused ? errors.addressNotAllowed() : make(), deps.clock));
+  };
+}
+
+/** A whole HTTP/1.1 answer with the envelope (D34), closing the connection. */
+function envelopeResponse(gatewayError: GatewayError, clock: Clock): string {
+  const correlationId = randomUUID();
+  const body = JSON.stringify(toEnvelope(gatewayError, correlationId, clock.now()));
+  return (
+    `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status] ?? ''}\r\n` +
+    'content-type: application/json; charset=utf-8\r\n' +
+    `content-length: ${Buffer.byteLength(body)}\r\n` +
+    `x-correlation-id: ${correlationId}\r\n` +
+    'connection: close\r\n\r\n' +
+    body
+  );
+}
+
+/**
+ * D59: a connection whose first request is late is told 408 (the envelope, D34) where it can
+ * still be written, and closed once that is flushed: not left half-open for a peer that never
+ * closes its side.
+ */
+function closeLate(deps: HardeningDeps): (socket: Socket) => void {
+  return (socket) => {
+    deps.events.clientError('first_request_timeout');
+    if (!socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) {
+      socket.destroy();
+      return;
+    }
+    socket.end(envelopeResponse(errors.requestTimeout(), deps.clock), () => socket.destroy());
   };
 }
 
 type Handler = RequestListener<typeof IncomingMessage, typeof ServerResponse>;
 
 /**
- * `ownClientErrors`: the plain server gets the envelope handler here; Fastify attaches its
- * `clientErrorHandler` option (the same handler) to the server it was given.
+ * `plain`: the plain-HTTP server, which gets the envelope handler here; Fastify attaches its
+ * `clientErrorHandler` option (the same handler) to the TLS server it was given.
  */
-function harden<T extends HttpServer | HttpsServer>(server: T, deps: HardeningDeps, budget: ConnectionBudget, ownClientErrors: boolean): T {
+function harden<T extends HttpServer | HttpsServer>(
+  server: T,
+  deps: HardeningDeps,
+  budget: ConnectionBudget,
+  deadline: FirstRequestDeadline,
+  plain: boolean,
+): T {
   const { limits } = deps;
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
@@ -178,8 +220,10 @@ function harden<T extends HttpServer | HttpsServer>(server: T, deps: HardeningDe
   // Prepended, so that it runs before Node's TLS listener wraps the socket: destroying a socket
   // that TLS already reads from can crash the process (SIGSEGV in SSL_read, seen on Node 20
   // when a refused client's ClientHello arrives in the same turn).
-  server.prependListener('connection', (socket: Socket) => budget.admit(socket));
-  if (ownClientErrors) server.on('clientError', createClientErrorHandler(deps));
+  server.prependListener('connection', (socket: Socket) => budget.admit(socket, plain));
+  if (!plain) server.prependListener('secureConnection', (socket: Socket) => deadline.secured(socket));
+  server.prependListener('request', (request: IncomingMessage) => deadline.requestArrived(request.socket));
+  if (plain) server.on('clientError', createClientErrorHandler(deps));
   return server;
 }
 
@@ -194,8 +238,9 @@ export interface PublicServers {
 }
 
 export function publicServers(deps: HardeningDeps): PublicServers {
-  const budget = new ConnectionBudget(deps);
   const { limits } = deps;
+  const deadline = new FirstRequestDeadline(limits.firstRequestTimeoutMs, deps.firstRequestTimer ?? unrefTimer, closeLate(deps));
+  const budget = new ConnectionBudget(deps, deadline);
   const budgeted = (handler: Handler) =>
     budgetRequests(handler, {
       budgets: deps.budgets,
@@ -203,6 +248,7 @@ export function publicServers(deps: HardeningDeps): PublicServers {
       clock: deps.clock,
       requestsPerSecond: () => deps.perAddress().requestsPerSecond,
       refused: (reason) => deps.events.budgetRefused(reason),
+      answered: (method) => deps.events.budgetAnswered(method),
       holdRefusal: deps.holdRefusal,
     });
   const httpOptions = {
@@ -223,14 +269,18 @@ export function publicServers(deps: HardeningDeps): PublicServers {
             minVersion: 'TLSv1.2',
             ciphers: TLS_CIPHERS,
             honorCipherOrder: true,
-            handshakeTimeout: limits.handshakeTimeoutMs,
+            // A handshake longer than the first-request deadline (D59) could never be followed by
+            // a request in time: the handshake deadline closes such a connection, with TLS's own
+            // error path, where the first-request deadline has no TLS socket to close yet.
+            handshakeTimeout: Math.min(limits.handshakeTimeoutMs, limits.firstRequestTimeoutMs),
           },
           budgeted(handler),
         ),
         deps,
         budget,
+        deadline,
         false,
       ),
-    plain: (handler) => harden(createHttpServer(httpOptions, budgeted(handler)), deps, budget, true),
+    plain: (handler) => harden(createHttpServer(httpOptions, budgeted(handler)), deps, budget, deadline, true),
   };
 }

@@ -24,6 +24,8 @@ export interface RequestBudgetDeps {
   clock: Clock;
   requestsPerSecond(): number;
   refused(reason: BudgetRefusal): void;
+  /** A 429 was written (a held one once its hold ends; never for a client that left first). */
+  answered(method: string): void;
   /** Answers a held refusal after `ms`; returns what cancels it ({@link holdWithTimer} outside tests). */
   holdRefusal: RefusalHold;
 }
@@ -108,4 +110,5 @@ function refuse(response: ServerResponse, refusal: BudgetRefusal, close: boolean
   if (close) headers['connection'] = 'close';
   response.writeHead(429, headers);
   response.end(body);
+  deps.answered(response.req.method ?? 'GET');
 }

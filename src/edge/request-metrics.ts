@@ -1,9 +1,28 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayMetrics } from '../observability/metrics.js';
 
 /**
+ * The route label of answers written before routing: the per-address 429s (D53), which must cost
+ * no routing work, so their route is not looked up.
+ */
+export const UNROUTED = 'unrouted';
+
+/** Counts an answer written in front of Fastify (D62: every 429 is in gateway_http_requests_total). */
+export function countUnroutedAnswer(metrics: GatewayMetrics, method: string, status: number): void {
+  metrics.httpRequests.inc({ method, route: UNROUTED, status_code: String(status) });
+}
+
+/** The route template of requests Fastify answers without a route of their own (a 405 on a known path). */
+const knownRoutes = new WeakMap<FastifyRequest, string>();
+
+/** Labels `request` with `template`, the route its path belongs to though its method does not (not-found.ts). */
+export function labelRoute(request: FastifyRequest, template: string): void {
+  knownRoutes.set(request, template);
+}
+
+/**
  * One counter increment, one histogram observation and, at debug level, one log line per request. The route
- * label is the template (`/api/v1/issuing/cards`), or `unmatched` for 404s, so a scan of random
+ * label is the template (`/api/v1/issuing/cards`; a 405 too, from its path), or `unmatched` for 404s, so a scan of random
  * paths cannot blow up the label set. The log line carries no URL: a query string could hold
  * a token (D12), and bodies are never logged.
  */
@@ -12,7 +31,7 @@ export function installRequestMetrics(app: FastifyInstance, metrics: GatewayMetr
   // the label object on every observation.
   const children = new Map<string, { count: { inc(): void }; duration: { observe(value: number): void } }>();
   app.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched';
+    const route = request.routeOptions.url ?? knownRoutes.get(request) ?? 'unmatched';
     const key = `${request.method} ${route} ${reply.statusCode}`;
     let child = children.get(key);
     if (!child) {

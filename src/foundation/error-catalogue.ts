@@ -188,7 +188,7 @@ export const ERROR_CATALOGUE = {
   rate_limited: {
     status: 429,
     message: 'Rate limit exceeded, retry later',
-    description: 'A rate limit or the failed-login lockout; retry after Retry-After.',
+    description: "A rate limit, the failed-login lockout, or the client address's budget at one gateway instance (any operation); retry after Retry-After.",
     retry: 'retry_after',
   },
   headers_too_large: {

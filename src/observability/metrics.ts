@@ -28,8 +28,8 @@ const KNOWN = {
   connectionsRefused: ['connection_cap', 'outsider_cap'],
   connectorOperations: ['create', 'get', 'list', 'status'],
   cardOperations: ['read', 'list', 'status_change'],
-  addressBudgetRefusals: ['requests_per_second', 'in_flight', 'connections_per_second'],
-  clientErrors: ['malformed_request', 'headers_too_large', 'request_timeout', 'tls'],
+  addressBudgetRefusals: ['requests_per_second', 'in_flight', 'connections_per_second', 'open_connections'],
+  clientErrors: ['malformed_request', 'headers_too_large', 'request_timeout', 'first_request_timeout', 'tls'],
   configReloads: ['success', 'failure'],
   storeOperations: ['reserve', 'complete', 'release', 'peek', 'rotate', 'revoke', 'create_family', 'limiter', 'lockout', 'not_before', 'ping'],
 } as const;
@@ -132,11 +132,11 @@ export class GatewayMetrics {
       labelNames: ['version', 'commit'],
       registers,
     });
-    this.httpRequests = counter('gateway_http_requests_total', 'Requests answered by the public listener, by route template and status.', [
-      'method',
-      'route',
-      'status_code',
-    ]);
+    this.httpRequests = counter(
+      'gateway_http_requests_total',
+      'Requests answered by the public listener, by method, route template (unmatched: no route has the path; unrouted: a per-address 429 decided before routing, D53) and status.',
+      ['method', 'route', 'status_code'],
+    );
     this.httpDuration = new Histogram({
       name: 'gateway_http_request_duration_seconds',
       help: 'Time from request start to response end on the public listener.',
@@ -177,7 +177,7 @@ export class GatewayMetrics {
     for (const outcome of KNOWN.connectorOutcomes) this.connectorDuration.zero({ outcome });
     this.connectorErrors = counter(
       'gateway_connector_errors_total',
-      'Failed forwards to the connector, by kind (refused, reset, timeout, status, invalid_answer).',
+      `Failed forwards to the connector, by kind (${KNOWN.connectorErrors.join(', ')}).`,
       ['kind'],
       KNOWN.connectorErrors,
     );
@@ -220,13 +220,13 @@ export class GatewayMetrics {
     );
     this.addressBudgetRefusals = counter(
       'gateway_address_budget_refusals_total',
-      'Requests answered 429 and connections closed at accept because one client address was over its budget (D53, limits.perAddress), by reason; never by address.',
+      `Requests answered 429 and connections closed at accept because one client address was over its budget (D53, D59, limits.perAddress), by reason (${KNOWN.addressBudgetRefusals.join(', ')}); never by address.`,
       ['reason'],
       KNOWN.addressBudgetRefusals,
     );
     this.clientErrors = counter(
       'gateway_client_errors_total',
-      'Requests the HTTP parser refused, by kind (malformed, headers_too_large, timeout, tls).',
+      `Requests the HTTP parser refused, and connections closed by a deadline before their first request (D25, D59), by kind (${KNOWN.clientErrors.join(', ')}).`,
       ['kind'],
       KNOWN.clientErrors,
     );

@@ -134,6 +134,7 @@ describe('OpenAPI description (admin /openapi.json)', () => {
       '413',
       '414',
       '415',
+      '429',
       '431',
       '500',
       '502',
@@ -159,21 +160,32 @@ describe('OpenAPI description (admin /openapi.json)', () => {
         // A status change's 409 is card_canceled, final: no Retry-After.
         const waits = ['409', '429', '503'].includes(status) && !(operation.operationId === 'changeCardStatus' && status === '409');
         expect(headers['Retry-After']?.required, where).toBe(waits ? true : undefined);
-        // Successes and the refusals that come after the limiter (the route's own logic, 429, outages).
+        // Successes and the refusals that come after the limiter (the route's own logic, outages),
+        // and every operation's 429: the per-address budget (D53) answers any of them.
         const afterLimiter: Record<string, string[]> = {
-          login: ['200', '401', '429', '500', '503'],
-          refresh: ['200', '401', '429', '500', '503'],
-          getCard: ['200', '403', '404', '429', '500', '502', '503', '504'],
-          listCards: ['200', '400', '429', '500', '502', '503', '504'],
-          changeCardStatus: ['200', '400', '404', '409', '429', '500', '502', '503', '504'],
+          login: ['200', '401', '500', '503'],
+          refresh: ['200', '401', '500', '503'],
+          getCard: ['200', '403', '404', '500', '502', '503', '504'],
+          listCards: ['200', '400', '500', '502', '503', '504'],
+          changeCardStatus: ['200', '400', '404', '409', '500', '502', '503', '504'],
         };
-        const rateLimitHeaders = (afterLimiter[operation.operationId ?? ''] ?? []).includes(status);
+        const rateLimitHeaders = status === '429' || (afterLimiter[operation.operationId ?? ''] ?? []).includes(status);
         for (const name of ['RateLimit-Policy', 'RateLimit', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
           expect(headers[name] !== undefined, `${where} ${name}`).toBe(rateLimitHeaders);
-        if (rateLimitHeaders) expect(headers['RateLimit-Policy']?.required, `${where} RateLimit-Policy required`).toBe(['200', '429'].includes(status));
+        // Required on a success; on a 429 absent for a per-address refusal of requests in flight.
+        if (rateLimitHeaders) expect(headers['RateLimit-Policy']?.required, `${where} RateLimit-Policy required`).toBe(status === '200');
       }
     }
     expect(doc.components.responses?.['MethodNotAllowed']?.headers?.['Allow']?.required).toBe(true);
+  });
+
+  it('lists 429 rate_limited, with Retry-After and an example, on every operation: the per-address budget (D53) can answer any', () => {
+    for (const { operation } of operations()) {
+      const refused = operation.responses['429'];
+      expect(refused?.content?.['application/json']?.examples?.['rate_limited'], operation.operationId).toBeDefined();
+      expect(refused?.headers?.['Retry-After']?.required, operation.operationId).toBe(true);
+      expect(refused?.headers?.['Connection']?.description, operation.operationId).toContain('per-address `rate_limited`');
+    }
   });
 
   it('lists every code of the catalogue, each under its own status, with an example envelope', () => {

@@ -1,12 +1,12 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { verifyPassword } from '../../src/foundation/password-hash.js';
 import { ConfigError } from '../../src/config/config-error.js';
-import { ensureLocalSecrets } from '../../src/config/local-secrets.js';
+import { ensureLocalSecrets, localSecretPaths } from '../../src/config/local-secrets.js';
 import { loadConfig, type Environment } from '../../src/config/load-config.js';
 import { credentialsYaml, DEFAULT_CREDENTIALS, rawTestConfig, testKeys, writeTestConfig, type RawConfig } from '../support/gateway-fixture.js';
 
@@ -166,13 +166,24 @@ describe('shipped config files', () => {
     expect((sandbox['store']!['redis'] as RawConfig)['keyPrefix']).not.toBe((production['store']!['redis'] as RawConfig)['keyPrefix']);
   });
 
-  it('config/local.yaml loads with the generated local secrets and the demo credential', async () => {
+  it('config/local.yaml loads with the local secrets generated where it names them, beside it, and the demo credential', async () => {
     const root = tempDir();
     mkdirSync(join(root, 'config'));
     copyFileSync(join(REPO, 'config', 'local.yaml'), join(root, 'config', 'local.yaml'));
     copyFileSync(join(REPO, 'config', 'credentials.local.yaml'), join(root, 'config', 'credentials.local.yaml'));
-    const created = await ensureLocalSecrets(join(root, '.local'));
-    expect(created.sort()).toEqual(['card-record.key', 'signing.key', 'tls.crt', 'tls.key']);
+    const paths = await localSecretPaths(join(root, 'config', 'local.yaml'));
+    const local = join(root, 'config', '.local');
+    expect(paths).toEqual({
+      tlsCert: join(local, 'tls.crt'),
+      tlsKey: join(local, 'tls.key'),
+      signingKey: join(local, 'signing.key'),
+      cardRecordKey: join(local, 'card-record.key'),
+      auditFile: join(local, 'audit.jsonl'),
+    });
+    const created = await ensureLocalSecrets(paths!);
+    expect(created.sort()).toEqual(['card-record.key', 'signing.key', 'tls.crt', 'tls.key'].map((name) => join(local, name)));
+    // Nothing beside the copy's folder: the copy's secrets are its own.
+    expect(existsSync(join(root, '.local'))).toBe(false);
 
     const config = await loadConfig(join(root, 'config', 'local.yaml'), {});
     expect(config.environment).toBe('local');
@@ -181,17 +192,19 @@ describe('shipped config files', () => {
     expect(config.listeners).toEqual({
       https: { host: '127.0.0.1', port: 8443 },
       plainHttp: { host: '127.0.0.1', port: 8080 },
-      admin: { host: '127.0.0.1', port: 8442 },
+      admin: { host: '127.0.0.1', port: 8442, exposed: false },
     });
     expect(config.allowlist.contains('127.0.0.1')).toBe(true);
     expect(config.allowlist.contains('::1')).toBe(true);
     expect(config.allowlist.contains('10.0.0.1')).toBe(false);
-    expect(config.audit.file).toBe(join(root, '.local', 'audit.jsonl'));
+    expect(config.audit.file).toBe(join(local, 'audit.jsonl'));
     const demo = config.credentials.byUsername('demo');
     expect(demo?.active).toBe(true);
     expect(await verifyPassword('local-demo-password', demo!.passwordHash)).toBe(true);
     // A second start reuses the secrets instead of regenerating them.
-    expect(await ensureLocalSecrets(join(root, '.local'))).toEqual([]);
+    expect(await ensureLocalSecrets(paths!)).toEqual([]);
+    // Only a local config names secrets to generate.
+    expect(await localSecretPaths(join(REPO, 'config', 'sandbox.yaml'))).toBeUndefined();
   });
 
   it('the fixture-shaped config loads with every default applied', async () => {

@@ -53,6 +53,8 @@ describe('alert rules', () => {
       'gateway_tls_certificate_expiry_timestamp_seconds',
       'gateway_log_lines_dropped_total',
       'reason="outsider_cap"',
+      // Latency clients feel: the p99 of card creation (issue 32).
+      'histogram_quantile(0.99',
     ]) {
       expect(expressions, wanted).toContain(wanted);
     }
@@ -85,19 +87,42 @@ describe('alert rules', () => {
     }
   });
 
-  it('carry a severity and a runbook that exists in the repository', () => {
+  it('carry a severity and a runbook URL: the base URL setting, then a runbook of docs/runbooks/ that exists', () => {
     for (const alert of alerts()) {
       expect(['warning', 'critical'], alert.name).toContain(alert.labels['severity']);
       expect(typeof alert.annotations['summary'], alert.name).toBe('string');
-      const runbook = str(alert.annotations['runbook'], `${alert.name}.annotations.runbook`);
-      const [file = '', anchor] = runbook.split('#');
+      expect(alert.annotations['runbook'], `${alert.name}: the old repository-path annotation`).toBeUndefined();
+      const url = str(alert.annotations['runbook_url'], `${alert.name}.annotations.runbook_url`);
+      expect(url.startsWith(RUNBOOK_BASE), `${alert.name}: ${url}`).toBe(true);
+      const [file = '', anchor] = url.slice(RUNBOOK_BASE.length).split('#');
+      expect(file, alert.name).toMatch(/^docs\/runbooks\/[a-z0-9-]+\.md$/);
       expect(existsSync(repoPath(file)), `${alert.name}: ${file}`).toBe(true);
-      if (anchor !== undefined) expect([...anchorsOf(readFileSync(repoPath(file), 'utf8'))], `${alert.name}: ${runbook}`).toContain(anchor);
+      if (anchor !== undefined) expect([...anchorsOf(readFileSync(repoPath(file), 'utf8'))], `${alert.name}: ${url}`).toContain(anchor);
+    }
+  });
+
+  it("have a section in docs/runbooks/alerts.md each, or a row of its table naming the runbook the alert links to", () => {
+    const page = readFileSync(repoPath('docs', 'runbooks', 'alerts.md'), 'utf8');
+    for (const alert of alerts()) {
+      const file = str(alert.annotations['runbook_url'], alert.name).slice(RUNBOOK_BASE.length).split('#')[0];
+      if (file === 'docs/runbooks/alerts.md') expect(page, alert.name).toMatch(new RegExp(`^## ${alert.name}$`, 'm'));
+      else expect(page, alert.name).toMatch(new RegExp(`^\\| [^|]*\`${alert.name}\``, 'm'));
     }
   });
 });
 
+/** What every runbook_url starts with: the external label both Prometheus configs set. */
+const RUNBOOK_BASE = '{{ $externalLabels.runbook_base_url }}/';
+
 describe('scrape configs', () => {
+  it("both set the runbooks' base URL the alerts link with: absolute, no trailing slash", () => {
+    for (const file of ['prometheus.yml', 'prometheus-kubernetes.yml']) {
+      const global = obj(obj(readYaml('deploy', 'prometheus', file), file)['global'], `${file}: global`);
+      const base = str(obj(global['external_labels'], `${file}: global.external_labels`)['runbook_base_url'], `${file}: runbook_base_url`);
+      expect(base, file).toMatch(/^https:\/\/[^\s]+[^/]$/);
+    }
+  });
+
   it('both scrape the job the alert rules select', () => {
     for (const file of ['prometheus.yml', 'prometheus-kubernetes.yml']) {
       const jobs = arr(obj(readYaml('deploy', 'prometheus', file), file)['scrape_configs'], `${file}: scrape_configs`);

@@ -58,6 +58,19 @@ describe('the README, the front door', () => {
     expect(missing).toEqual([]);
   });
 
+  it("leaves the manual's business to the manual: no decision numbers, no test-suite rules", () => {
+    expect(readme.match(/\bD\d+[a-z]?\b/g) ?? []).toEqual([]);
+    expect(readme.match(/\bspec \d+(\.\d+)*/g) ?? []).toEqual([]);
+    for (const rule of ['no-wall-clock', 'toBeLessThan', 'injected clock', 'wall-clock']) expect(readme, rule).not.toContain(rule);
+    expect(readme).toContain('](docs/testing.md)');
+    expect(readme).toContain('](docs/decisions.md)');
+  });
+
+  it('names the licence, which the repository has', () => {
+    expect(readme).toContain('](LICENSE)');
+    expect(read('LICENSE')).toMatch(/^\s+Apache License\n\s+Version 2\.0, January 2004\n/);
+  });
+
   it('reads the commands the way the checks above need (guards the scanner)', () => {
     expect(npmScripts('npm run lint && npm test; echo x | npm run --silent hash-password; npm run generate:config-docs')).toEqual([
       'lint',

@@ -100,11 +100,15 @@ function client(localAddress: string, sockets = 1): Agent {
 
 const refusals = async (reason: string): Promise<number> =>
   metricSum(await listening.gw.gateway.metrics.registry.metrics(), 'gateway_address_budget_refusals_total', { reason }) ?? 0;
+/** D62: the per-address 429s written, as the request metrics count them (decided before routing: route `unrouted`). */
+const answered429 = async (): Promise<number> =>
+  metricSum(await listening.gw.gateway.metrics.registry.metrics(), 'gateway_http_requests_total', { route: 'unrouted', status_code: '429' }) ?? 0;
 
 describe('per-address request budget (limits.perAddress.requestsPerSecond)', () => {
   it('admits requestsPerSecond requests of one address in a second; the next is 429 before the route, the store or the token check runs', async () => {
     const agent = client(INSIDER);
     const before = await refusals('requests_per_second');
+    const answeredBefore = await answered429();
     for (let i = 0; i < LIMITS.requestsPerSecond; i += 1) expect((await call(`${listening.httpsUrl}${COUNT_PATH}`, { agent })).status).toBe(200);
     expect(invocations).toBe(LIMITS.requestsPerSecond);
 
@@ -121,6 +125,10 @@ describe('per-address request budget (limits.perAddress.requestsPerSecond)', () 
     expect(card.status).toBe(429);
     expect(store.counted()).toEqual({});
     expect((await refusals('requests_per_second')) - before).toBe(2);
+    // Both 429s are in the request metrics, as a GET and a POST answered before routing.
+    expect((await answered429()) - answeredBefore).toBe(2);
+    const text = await listening.gw.gateway.metrics.registry.metrics();
+    expect(metricSum(text, 'gateway_http_requests_total', { method: 'POST', route: 'unrouted', status_code: '429' })).toBe(1);
     // The first refusal on the connection was answered at once, the second held for what was
     // left of the address's second (all of it: the clock has not moved).
     expect(holds.map((hold) => hold.ms)).toEqual([1000]);
@@ -175,12 +183,15 @@ describe('per-address request budget (limits.perAddress.requestsPerSecond)', () 
     expect(refused.headers['connection']).toBe('keep-alive');
     expect(invocations).toBe(LIMITS.requestsPerSecond + 1);
 
-    // The third is held too; its client goes away: the hold is cancelled, nothing is answered.
+    // The third is held too; its client goes away: the hold is cancelled, nothing is answered,
+    // and only the two answers written are counted as requests.
+    const answeredBefore = await answered429();
     const third = call(`${listening.httpsUrl}${COUNT_PATH}`, { agent }).catch((error: Error) => error);
     await waitFor('the third refusal to be held', () => holds.length === 2);
     agent.destroy();
     expect(await third).toBeInstanceOf(Error);
     await waitFor('the hold of a client that left to be cancelled', () => holds[1]!.cancelled);
+    expect(await answered429()).toBe(answeredBefore);
   });
 
   it('budgets the client a trusted proxy reports, not the proxy', async () => {

@@ -341,6 +341,7 @@ export function closedWithin(socket: Socket, since: number, timeoutMs: number): 
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (ms: number | undefined) => {
       if (done) return;
       done = true;
@@ -358,7 +359,7 @@ export function closedWithin(socket: Socket, since: number, timeoutMs: number): 
     socket.once('end', closedNow);
     socket.once('close', closedNow);
     socket.once('error', closedNow);
-    const timer = setTimeout(() => finish(undefined), Math.max(0, timeoutMs - (performance.now() - since)));
+    timer = setTimeout(() => finish(undefined), Math.max(0, timeoutMs - (performance.now() - since)));
   });
 }
 

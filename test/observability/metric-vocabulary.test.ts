@@ -22,6 +22,7 @@ const FINER_CAUSES: Record<string, ErrorCode | undefined> = {
   unknown_credential: 'token_invalid',
   address: 'permission_denied',
   reveal_not_creator: 'permission_denied',
+  first_request_timeout: 'request_timeout',
   tls: undefined,
 };
 

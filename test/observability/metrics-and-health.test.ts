@@ -81,16 +81,19 @@ describe('admin listener: metrics, health and readiness', () => {
     await waitFor('the second login to be counted', async () => ((await admin('/metrics')).body.includes(`${LOGIN_200} 2\n`) ? true : undefined));
   });
 
-  it('labels unknown paths "unmatched", never with the raw path', async () => {
+  it('labels unknown paths "unmatched", never with the raw path; a wrong method on a known path with its route template', async () => {
     const { api, admin } = await start();
     expect((await api('/no/such/thing/4111111111111111')).status).toBe(404);
     expect((await api('/api/v1/auth/login')).status).toBe(405);
-    const metrics = await waitFor('the 404 and 405 to be counted', async () => {
+    expect((await api('/api/v1/issuing/cards/4111111111111111', { method: 'DELETE' })).status).toBe(405);
+    const metrics = await waitFor('the 404 and the 405s to be counted', async () => {
       const body = (await admin('/metrics')).body;
-      return body.includes('status_code="405"') && body.includes('status_code="404"') ? body : undefined;
+      return body.includes('method="DELETE"') && body.includes('status_code="405"') && body.includes('status_code="404"') ? body : undefined;
     });
     expect(metrics).toMatch(/^gateway_http_requests_total\{method="GET",route="unmatched",status_code="404"\} 1$/m);
-    expect(metrics).toMatch(/^gateway_http_requests_total\{method="GET",route="unmatched",status_code="405"\} 1$/m);
+    expect(metrics).toMatch(/^gateway_http_requests_total\{method="GET",route="\/api\/v1\/auth\/login",status_code="405"\} 1$/m);
+    expect(metrics).toMatch(/^gateway_http_requests_total\{method="DELETE",route="\/api\/v1\/issuing\/cards\/:cardId",status_code="405"\} 1$/m);
+    expect(metrics).not.toMatch(/route="unmatched",status_code="405"/);
     expect(metrics).not.toContain('/no/such/thing');
     expect(metrics).not.toContain('4111111111111111');
   });

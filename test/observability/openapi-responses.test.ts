@@ -1,14 +1,17 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { request as httpRequest, type Server } from 'node:http';
+import { Agent } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import { ManualClock } from '../../src/foundation/clock.js';
+import { CLOSING_CODES } from '../../src/edge/openapi/error-responses.js';
 import { ERROR_CODES, type ErrorCode } from '../../src/foundation/errors.js';
 import { listenGateway, type RunningGateway } from '../../src/server.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { call } from '../hostile/support.js';
 import { parseHttpAnswer, rawExchange } from '../transport/real-clients.js';
 import { HOUR, RELAXED_LIMITS, T0 } from '../support/auth-requests.js';
 import { mintToken, setConnectorMode, validCardBody } from '../support/card-fixture.js';
@@ -130,6 +133,10 @@ function observe(target: Target, answer: ObservedAnswer, expected?: ErrorCode): 
     expect(body.retryAfter, body.code).toBeUndefined();
     expect(headerOf(answer, 'retry-after'), body.code).toBeUndefined();
   }
+  // The documented list of connection-closing answers is what the answers do: the codes the
+  // document (and the API guide) name close it, every other answer leaves it open. A per-address
+  // rate_limited closes only as the third on one connection, which none here is.
+  expect(headerOf(answer, 'connection') === 'close', `${body.code}: Connection: close`).toBe(CLOSING_CODES.has(body.code));
   covered.add(`${name}:${body.code}`);
   seenCodes.add(body.code);
 }
@@ -606,6 +613,38 @@ describe('real answers against docs/openapi.json', () => {
       observe({ operationId: op }, noHost, 'malformed_request');
       observe({ operationId: op }, tooLarge, 'headers_too_large');
       observe({ operationId: op }, tooSlow, 'request_timeout');
+    });
+  });
+
+  describe('over a real TLS listener: the per-address budget (D53), before any route', () => {
+    let budgeted: TestGateway;
+    let running: RunningGateway;
+    let ca: string;
+    beforeAll(async () => {
+      ca = await testCertificatePem();
+      // One request a second per address, on a clock that stands still: every request after the first is refused.
+      budgeted = await createTestGateway({ overrides: { trustedProxies: [], limits: { perAddress: { requestsPerSecond: 1 } } } });
+      running = await listenGateway(budgeted.gateway, { https: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } });
+      await call(`${running.httpsUrl}${JWKS}`, { ca });
+    });
+    afterAll(async () => {
+      await running?.close();
+      await budgeted?.close();
+    });
+
+    it.each(OPS)('%s: 429 rate_limited with the address policy', async (op) => {
+      const request = valid(op, { accessToken: tokens.full, refreshToken: 'x' });
+      // Keep-alive, so that the answer's Connection header is the gateway's choice, not an echo of the client's.
+      const agent = new Agent({ keepAlive: true, ca });
+      const answer = await call(`${running.httpsUrl}${request.url}`, {
+        agent,
+        method: request.method,
+        headers: request.headers,
+        ...(request.payload !== undefined && { body: request.payload }),
+      }).finally(() => agent.destroy());
+      const observed = { statusCode: answer.status, headers: answer.headers, body: answer.body };
+      observe({ operationId: op }, observed, 'rate_limited');
+      expect(headerOf(observed, 'ratelimit-policy')).toBe('"address";q=1;w=1');
     });
   });
 

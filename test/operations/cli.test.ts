@@ -272,10 +272,12 @@ describe('the deploy kit configs check valid with their secrets made as deploy/R
     const result = await gatewayCli(['--check-config', join(dir, 'gateway.yaml')]);
     expect(result.code, result.stderr).toBe(0);
     // Redis with its password from a file, mutual TLS to the connector, key files 0600: nothing
-    // even a production config would refuse. The one warning: no TLS to Redis on the stack's
-    // internal network (D50; deploy/README.md says why).
+    // even a production config would refuse. The warnings: no TLS to Redis on the stack's
+    // internal network (D50; deploy/README.md says why), and the admin listener declared
+    // exposed on that network (D62).
     expect(linesOf(result.stdout)).toEqual([
       `warning: ${join(dir, 'gateway.yaml')}: store.redis.tls: no TLS to Redis: its password and every session and card record cross the network in clear; use rediss:// (or store.redis.tls for Sentinel and Cluster)`,
+      `warning: ${join(dir, 'gateway.yaml')}: listeners.admin.host: the admin listener on admin-listener serves /metrics, /healthz, /readyz and /openapi.json without authentication to whoever reaches that address (listeners.admin.exposed: true); keep it on a network only the scraper and the probes reach`,
       `${join(dir, 'gateway.yaml')}: valid (environment sandbox, 1 credentials, 2 issuing accounts)`,
     ]);
   });
@@ -319,12 +321,16 @@ describe('the deploy kit configs check valid with their secrets made as deploy/R
     const lines = linesOf(result.stdout);
     expect(lines.at(-1)).toBe(`${file}: valid (environment sandbox, 0 credentials, 2 issuing accounts)`);
     // The only warnings: key files the README's commands leave readable by others under this
-    // umask (the Deployment's init container installs them 0400), and no TLS to the example's
-    // Redis (D50).
-    expect(lines.filter((line) => line.includes('store.redis.tls'))).toEqual([
+    // umask (the Deployment's init container installs them 0400), no TLS to the example's
+    // Redis (D50), and the admin listener declared exposed on the pod's address (D62).
+    const named = (field: string) => lines.filter((line) => line.includes(`: ${field}: `));
+    expect(named('store.redis.tls')).toEqual([
       `warning: ${file}: store.redis.tls: no TLS to Redis: its password and every session and card record cross the network in clear; use rediss:// (or store.redis.tls for Sentinel and Cluster)`,
     ]);
-    for (const warning of lines.slice(0, -1).filter((line) => !line.includes('store.redis.tls')))
+    expect(named('listeners.admin.host')).toEqual([
+      `warning: ${file}: listeners.admin.host: the admin listener on 0.0.0.0 serves /metrics, /healthz, /readyz and /openapi.json without authentication to whoever reaches that address (listeners.admin.exposed: true); keep it on a network only the scraper and the probes reach`,
+    ]);
+    for (const warning of lines.slice(0, -1).filter((line) => !line.includes(': store.redis.tls: ') && !line.includes(': listeners.admin.host: ')))
       expect(warning).toMatch(/^warning: .*: file .* is accessible to group or others/);
   });
 });
@@ -371,6 +377,40 @@ describe('--version, --help and the command line', () => {
       expect(result.stdout).toBe('');
       expect(linesOf(result.stderr)[0]).toBe(`card gateway: ${reason}`);
       expect(result.stderr).toContain('Usage: node dist/src/main.js');
+    }
+  });
+});
+
+describe('a sandbox connector port that cannot bind', () => {
+  it('the standalone connector: one line naming host and port, exit 69, no stack trace; a port that is no number: one line, exit 78', async () => {
+    const busy = await occupyPort();
+    try {
+      const result = await runToExit(process.execPath, [entry.connectorJs], { env: { SANDBOX_CONNECTOR_PORT: String(busy.port) } });
+      expect(result.code).toBe(69);
+      expect(result.stderr).toBe(`sandbox connector: cannot listen on 127.0.0.1:${busy.port} (sandbox connector listener): address already in use\n`);
+      expect(`${result.stdout}${result.stderr}`).not.toMatch(STACK_FRAME);
+    } finally {
+      await busy.close();
+    }
+    const bad = await runToExit(process.execPath, [entry.connectorJs], { env: { SANDBOX_CONNECTOR_PORT: '97OO' } });
+    expect(bad.code).toBe(78);
+    expect(bad.stderr).toBe('sandbox connector: SANDBOX_CONNECTOR_PORT: not a port number: 97OO\n');
+  });
+
+  it("the local gateway's in-process sandbox connector: the gateway's one line, exit 69, no stack trace", async () => {
+    const busy = await occupyPort();
+    try {
+      const written = await writeTestConfig(
+        await rawTestConfig({ environment: 'local', connector: { url: `http://127.0.0.1:${busy.port}`, timeoutMs: 1000, startSandbox: true } }),
+      );
+      scratch.push(written.dir);
+      const result = await gatewayCli(['--config', written.file]);
+      expect(result.code).toBe(69);
+      expect(result.stderr).toBe(`card gateway: cannot listen on 127.0.0.1:${busy.port} (sandbox connector listener): address already in use\n`);
+      expect(`${result.stdout}${result.stderr}`).not.toMatch(STACK_FRAME);
+      expect(result.stdout).not.toContain('gateway listening');
+    } finally {
+      await busy.close();
     }
   });
 });

@@ -159,7 +159,7 @@ describe('the sandbox connector over TLS and mutual TLS, as documented', () => {
   it('refuses half a TLS setting at start', async () => {
     const { SANDBOX_CONNECTOR_TLS_CERT: cert } = documentedConnectorEnvironment(state);
     const result = await runToExit(process.execPath, [entry.connectorJs], { env: { SANDBOX_CONNECTOR_PORT: '0', SANDBOX_CONNECTOR_TLS_CERT: cert } });
-    expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain('SANDBOX_CONNECTOR_TLS_CERT and SANDBOX_CONNECTOR_TLS_KEY go together');
+    expect(result.code).toBe(78);
+    expect(result.stderr).toBe('sandbox connector: SANDBOX_CONNECTOR_TLS_CERT and SANDBOX_CONNECTOR_TLS_KEY go together\n');
   });
 });

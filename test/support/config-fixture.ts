@@ -85,7 +85,10 @@ export async function rawTestConfig(overrides: RawConfig = {}): Promise<RawConfi
     logging: { level: 'info' },
     // Tests send hundreds of requests from 127.0.0.1 within one second of a clock that stands
     // still: the per-address budgets (D53) are out of their way unless a test sets them.
-    limits: { perAddress: { requestsPerSecond: 1_000_000, inFlight: 100_000, connectionsPerSecond: 100_000 } },
+    limits: { perAddress: { requestsPerSecond: 1_000_000, inFlight: 100_000, connectionsPerSecond: 100_000, connections: 100_000 } },
+    // A test may open a connection and send on it only after other work on a busy machine: the
+    // first-request deadline (D59) is as long as the headers deadline, unless a test sets it.
+    edge: { firstRequestTimeoutMs: 10_000 },
   };
   for (const [key, value] of Object.entries(overrides)) {
     const current = base[key];

@@ -38,6 +38,7 @@ export interface TestGatewayOptions {
   /** The password hash gate, to count the hashes logins ran (`admitted`). */
   hashGate?: GatewayDependencies['hashGate'];
   holdRefusal?: GatewayDependencies['holdRefusal'];
+  firstRequestTimer?: GatewayDependencies['firstRequestTimer'];
 }
 
 export async function createTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -56,6 +57,7 @@ export async function createTestGateway(options: TestGatewayOptions = {}): Promi
     ...(options.connector && { connector: options.connector }),
     ...(options.hashGate && { hashGate: options.hashGate }),
     ...(options.holdRefusal && { holdRefusal: options.holdRefusal }),
+    ...(options.firstRequestTimer && { firstRequestTimer: options.firstRequestTimer }),
   });
   await gateway.app.ready();
   return {

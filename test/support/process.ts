@@ -5,6 +5,7 @@ import { join, relative } from 'node:path';
 import { HANG_GUARD_MS, sleep } from './wait.js';
 import { launch, type Exit, type LaunchedProcess, type LaunchOptions } from '../../tools/launch/child-process.js';
 import { parseJsonLine, type JsonLine } from '../../tools/launch/json-lines.js';
+import { ENVIRONMENT_OVERRIDES } from '../../src/config/environment-overrides.js';
 
 /**
  * The real entry points as child processes, for every process-level test (operations,
@@ -163,6 +164,8 @@ export interface StartOptions {
   onStdout?: LaunchOptions['onStdout'];
 }
 
+const NO_OVERRIDES = Object.fromEntries(ENVIRONMENT_OVERRIDES.map(({ variable }) => [variable, '']));
+
 /** `command args...` with stdin closed and stdout and stderr collected. */
 export function startProcess(command: string, args: readonly string[], options: StartOptions = {}): RunningProcess {
   const {
@@ -173,7 +176,8 @@ export function startProcess(command: string, args: readonly string[], options: 
     ...launched
   } = launch(command, args, {
     cwd: options.cwd ?? REPO,
-    env: { ...process.env, GATEWAY_CONFIG: '', ...options.env },
+    // The gateway's own variables blank (an empty one changes nothing): a developer's shell never changes a test.
+    env: { ...process.env, GATEWAY_CONFIG: '', ...NO_OVERRIDES, ...options.env },
     ...(options.onStdout && { onStdout: options.onStdout }),
   });
   const running: RunningProcess = {

@@ -3,8 +3,9 @@ import { readonlyMap, readonlySet } from '../../foundation/deep-freeze.js';
 import { ConfigFileSchema } from '../config-schema.js';
 import type { ResolvedConfig } from '../config-types.js';
 import { loadCredentials } from '../credentials-file.js';
-import type { SectionContext } from '../load-context.js';
+import { refuseInProduction, type SectionContext } from '../load-context.js';
 import { accept, isRecord } from '../schema-parts.js';
+import { isShippedHash } from '../shipped-credentials.js';
 
 /** `issuingAccounts`: account -> its enabled currencies. */
 export async function loadIssuingAccounts(raw: unknown): Promise<ResolvedConfig['issuingAccounts'] | undefined> {
@@ -27,5 +28,20 @@ export async function loadCredentialsFile(
   const credentialsFile = resolve(context.baseDir, name);
   const knownAccounts = isRecord(issuingAccounts) ? new Set(Object.keys(issuingAccounts)) : undefined;
   const credentials = await context.problems.capture('credentialsFile', () => loadCredentials(credentialsFile, knownAccounts));
+  // D62: the demo credential's hash is public (the README prints its password). It is what a
+  // local gateway is for, and an open door anywhere else. Every entry loaded, so `all()` is the
+  // file's order.
+  if (credentials && context.environment !== 'local' && context.environment !== undefined) {
+    credentials.all().forEach((credential, index) => {
+      if (!isShippedHash(credential.passwordHash)) return;
+      refuseInProduction(
+        context,
+        `credentials[${index}].passwordHash`,
+        "is the demo credential's hash shipped in the repository (config/credentials.local.yaml), whose password anyone can read there; make a new one with npm run hash-password",
+        'production refuses unsafe settings',
+        credentialsFile,
+      );
+    });
+  }
   return credentials && { credentialsFile, credentials };
 }

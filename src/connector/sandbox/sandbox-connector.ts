@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { bindListener } from '../../foundation/listen-error.js';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { CONNECTOR_PATHS } from '../connector-contract.js';
@@ -83,7 +84,8 @@ export interface RunningSandboxConnector {
 export async function startSandboxConnector(options: SandboxConnectorOptions & { host?: string; port?: number } = {}): Promise<RunningSandboxConnector> {
   const { host = '127.0.0.1', port = 0, ...rest } = options;
   const app = buildSandboxConnector(rest);
-  await app.listen({ host, port });
+  // A port in use is one line naming it (ListenError), as for the gateway's own listeners.
+  await bindListener('sandbox connector', host, port, () => app.listen({ host, port }));
   const address = app.server.address() as AddressInfo;
   const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {

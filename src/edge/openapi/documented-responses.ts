@@ -65,7 +65,10 @@ export function documentedResponses(success: TSchema, docs: ResponseDocs): { res
 export const BearerSecurity = [{ bearerAuth: [] }];
 export const PublicSecurity: { bearerAuth: string[] }[] = [];
 
-/** Transport-level codes any request can get, whatever its route: listed by every operation. */
+/**
+ * Transport-level codes any request can get, whatever its route: listed by every operation.
+ * `rate_limited` is among them: the per-address budget (D53) answers 429 before any route runs.
+ */
 export const TRANSPORT_CODES = [
   'malformed_request',
   'https_required',
@@ -74,6 +77,7 @@ export const TRANSPORT_CODES = [
   'url_too_long',
   'headers_too_large',
   'token_in_url',
+  'rate_limited',
   'shutting_down',
 ] as const satisfies readonly ErrorCode[];
 /** Codes of a route that takes a JSON body. */

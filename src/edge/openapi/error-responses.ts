@@ -1,6 +1,7 @@
 import { bearerChallenge, carriesRetryAfter, ERROR_CATALOGUE, type ErrorCode, type ErrorStatus } from '../../foundation/error-catalogue.js';
 import type { GatewayError } from '../../foundation/errors.js';
 import { errorExamples } from './error-examples.js';
+import { REFUSALS_BEFORE_CLOSE } from '../request-budget.js';
 import { header, HEADERS, RATE_LIMIT_HEADERS, type HeaderObject } from './headers.js';
 
 /** One error response of an operation: the status's codes, described, with their headers and an example each. */
@@ -16,8 +17,14 @@ export interface ResponseObject {
   links?: Record<string, unknown>;
 }
 
-/** Codes whose answers close the connection (`Connection: close`). */
-const CLOSING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+const ordinal = (n: number): string => ['first', 'second', 'third', 'fourth', 'fifth'][n - 1] ?? `${n}th`;
+
+/**
+ * Codes whose answers always close the connection (`Connection: close`); besides these, the
+ * per-address 429 after REFUSALS_BEFORE_CLOSE on one connection. docs/api-guide.md names the
+ * same list (a test keeps them equal, and the answers to what they say).
+ */
+export const CLOSING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'malformed_request',
   'https_required',
   'address_not_allowed',
@@ -77,19 +84,27 @@ function errorHeaders(
   }
   const waiting = codes.filter(carriesRetryAfter);
   if (waiting.length > 0) headers['Retry-After'] = header('Retry-After', waiting.length === codes.length);
-  if (rateLimited && codes.some((code) => AFTER_THE_LIMITER.has(code) || afterLimiter.includes(code))) {
-    // A 429 always says which limit refused; the errors of the route's own logic carry the
-    // headers of the limit the request passed (other refusals come before the limiter).
-    const required = status === 429;
-    const when = required ? '' : ' Present when the request got as far as the rate limiter.';
-    for (const name of RATE_LIMIT_HEADERS) headers[name] = header(name, required, `${HEADERS[name].description}${when}`);
+  if (status === 429) {
+    // Every operation can be told 429 by the per-address budget (D53) before its route runs;
+    // that refusal names its window unless it is for too many requests at once.
+    const when = rateLimited
+      ? " On every 429: the operation's own limit that refused, or the per-address budget (`address`); absent only on a per-address refusal for too many requests at once, which has no window."
+      : ' On a 429 of the per-address budget (`address`) for requests a second; absent on one for too many requests at once, which has no window.';
+    for (const name of RATE_LIMIT_HEADERS) headers[name] = header(name, false, `${HEADERS[name].description}${when}`);
+  } else if (rateLimited && codes.some((code) => AFTER_THE_LIMITER.has(code) || afterLimiter.includes(code))) {
+    // The errors of the route's own logic carry the headers of the limit the request passed
+    // (other refusals come before the limiter).
+    for (const name of RATE_LIMIT_HEADERS)
+      headers[name] = header(name, false, `${HEADERS[name].description} Present when the request got as far as the rate limiter.`);
   }
-  if (codes.some((code) => CLOSING_CODES.has(code))) {
-    const closing = codes.filter((code) => CLOSING_CODES.has(code)).map((code) => `\`${code}\``);
+  const closing = codes.filter((code) => CLOSING_CODES.has(code)).map((code) => `\`${code}\``);
+  const closingText = closing.length > 0 ? [`on ${closing.join(', ')}`] : [];
+  if (codes.includes('rate_limited')) closingText.push(`on the ${ordinal(REFUSALS_BEFORE_CLOSE)} per-address \`rate_limited\` in a row on one connection`);
+  if (closingText.length > 0) {
     headers['Connection'] = header(
       'Connection',
       false,
-      `\`close\` on ${closing.join(', ')}: the gateway closes the connection after this answer; open a new one.`,
+      `\`close\` ${closingText.join(', and ')}: the gateway closes the connection after this answer; open a new one.`,
     );
   }
   return headers;

@@ -46,7 +46,7 @@ export const HEADERS: Record<HeaderName, { description: string; schema: Record<s
   },
   'RateLimit-Policy': {
     description:
-      'The limits this request was counted against, as draft-ietf-httpapi-ratelimit-headers (revision 11) defines the field: a structured-field list with one item per limit, `"<name>";q=<requests allowed per window>;w=<window in seconds>`, for example `"login_address";q=30;w=60, "login";q=5;w=60`. The names: `login` (per submitted username), `login_address` (per client address), `refresh` (per credential), `card_read` (reading and listing cards, per credential), `card_status` (card status changes, per credential).',
+      'The limits this request was counted against, as draft-ietf-httpapi-ratelimit-headers (revision 11) defines the field: a structured-field list with one item per limit, `"<name>";q=<requests allowed per window>;w=<window in seconds>`, for example `"login_address";q=30;w=60, "login";q=5;w=60`. The names: `login` (per submitted username), `login_address` (per client address), `refresh` (per credential), `card_read` (reading and listing cards, per credential), `card_status` (card status changes, per credential), `address` (every request of a client address to one gateway instance, a window of 1 s; D53).',
     schema: { type: 'string', pattern: `^${POLICY_ITEM}(, ${POLICY_ITEM})*$` },
   },
   RateLimit: {
