@@ -1,6 +1,6 @@
 import type { Credential } from '../config/credentials-file.js';
 import { errors } from '../foundation/errors.js';
-import { maskCardNumbersIn } from '../foundation/masking.js';
+import { containsCardNumber } from '../foundation/card-number-detector.js';
 import type { RequestContext } from '../observability/outcomes.js';
 import { cardPermissions } from './card-access.js';
 import type { CardRecord, CardStatusChange } from './card-lifecycle-schemas.js';
@@ -12,6 +12,9 @@ export interface ChangeCardStatusInput extends RequestContext {
   cardId: string;
   change: CardStatusChange;
 }
+
+/** The problem a reason holding a card number is refused with (D58). */
+export const REASON_LOOKS_LIKE_A_CARD = Object.freeze({ path: 'reason', message: 'looks like a card number' });
 
 export type ChangeCardStatus = (input: ChangeCardStatusInput) => Promise<CardRecord>;
 
@@ -31,6 +34,8 @@ export function cardStatusChanging(ports: CardPorts): ChangeCardStatus {
   return async function changeCardStatus(input) {
     const { credential, cardId, change } = input;
     requirePermissions(credential, cardPermissions('update', false));
+    // D58: free text never carries a card number; refused rather than kept masked.
+    if (change.reason !== undefined && containsCardNumber(change.reason)) throw errors.validation([REASON_LOOKS_LIKE_A_CARD]);
     const account = credential.issuingAccount;
     const meta = { correlationId: input.correlationId };
     return counted(outcomes, 'status_change', input, async () => {
@@ -61,7 +66,7 @@ export function cardStatusChanging(ports: CardPorts): ChangeCardStatus {
           cardId: updated.cardId,
           from: current.status,
           to: updated.status,
-          reason: change.reason === undefined ? undefined : maskCardNumbersIn(change.reason),
+          reason: change.reason,
         },
         input,
       );

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Clock } from '../foundation/clock.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { fieldPath } from '../config/config-error.js';
-import { maskPan } from '../foundation/masking.js';
+import { maskCardNumbers } from '../foundation/card-number-detector.js';
 import { StoreUnavailableError } from '../store/store-types.js';
 import { bearerChallenge, errors, GatewayError, toEnvelope, type FieldProblem } from '../foundation/errors.js';
 import { StrictJsonError } from './strict-json.js';
@@ -13,8 +13,6 @@ interface AjvLikeError {
   message?: string;
   params?: Record<string, unknown>;
 }
-
-const CARD_NUMBER_LIKE = /\d{13,}/g;
 
 /** Ajv errors as `{ path, message }` a developer can act on: `config.tolerance.percentage`. */
 function validationFields(validation: readonly AjvLikeError[], context: string | undefined): FieldProblem[] {
@@ -35,8 +33,8 @@ function validationFields(validation: readonly AjvLikeError[], context: string |
     } else if (error.keyword === 'propertyNames') {
       message = 'has a key that is too long or invalid';
     }
-    // A key is the client's text: a card number used as one is masked like a PAN (D18).
-    let path = pointer === '' ? '(body)' : fieldPath(pointer).replace(CARD_NUMBER_LIKE, maskPan);
+    // A key is the client's text: a card number used as one is masked like a PAN (D18, D58).
+    let path = pointer === '' ? '(body)' : maskCardNumbers(fieldPath(pointer));
     if (prefix) path = pointer === '' ? prefix : `${prefix}.${path}`;
     const key = `${path}\u0000${message}`;
     if (!seen.has(key)) {
@@ -47,8 +45,8 @@ function validationFields(validation: readonly AjvLikeError[], context: string |
   return fields;
 }
 
-/** A client's member name used as a card number is masked like a PAN in error details (D18). */
-const maskField = (field: FieldProblem): FieldProblem => ({ path: field.path.replace(CARD_NUMBER_LIKE, maskPan), message: field.message });
+/** A client's member name used as a card number is masked like a PAN in error details (D18, D58). */
+const maskField = (field: FieldProblem): FieldProblem => ({ path: maskCardNumbers(field.path), message: field.message });
 
 /** Maps anything thrown on a request to a public GatewayError; library errors by their `code`. */
 function toGatewayError(error: unknown): GatewayError {

@@ -2,6 +2,7 @@ import type { Clock } from '../foundation/clock.js';
 import type { ErrorCode } from '../foundation/error-catalogue.js';
 import { addressBucket } from '../foundation/address-ranges.js';
 import { FileAppender, type AppenderState } from './file-appender.js';
+import { maskedForLine } from './line-masking.js';
 
 export type AuditEventName =
   | 'login.succeeded'
@@ -71,10 +72,28 @@ export interface AuditSink {
 
 export const DENIAL_WINDOW_MS = 60_000;
 
+/**
+ * One line: the fields in a fixed order, every string of client origin passed through the
+ * card-number detector (D58, line-masking.ts), whichever field carries it.
+ */
 function line(time: number, event: AuditEvent | DenialSummary): string {
   const { event: name, correlationId, clientAddress, outcome, credential, reason, requestId, cardId, from, to } = event;
   const summary = 'count' in event ? { count: event.count, windowStart: event.windowStart, windowEnd: event.windowEnd } : {};
-  return `${JSON.stringify({ time: new Date(time).toISOString(), event: name, correlationId, credential, clientAddress, outcome, reason, requestId, cardId, from, to, ...summary })}\n`;
+  const record = {
+    time: new Date(time).toISOString(),
+    event: name,
+    correlationId,
+    credential,
+    clientAddress,
+    outcome,
+    reason,
+    requestId,
+    cardId,
+    from,
+    to,
+    ...summary,
+  };
+  return `${JSON.stringify(maskedForLine(record))}\n`;
 }
 
 interface OpenSummary {
