@@ -20,6 +20,7 @@ export type AuditEventName =
   | 'card.revealed'
   | 'card.failed'
   | 'card.status_changed'
+  | 'card.status_change_requested'
   | 'card.rate_limited'
   | 'config.reloaded'
   | 'config.reload_failed'
@@ -39,9 +40,11 @@ export interface AuditEvent {
   reason?: string | undefined;
   requestId?: string | undefined;
   cardId?: string | undefined;
-  /** A status change (D45): the status before and after. */
+  /** A status change (D45, D57): the status before and after, as the connector answered them. */
   from?: string | undefined;
   to?: string | undefined;
+  /** A status change: whether this request changed the status (false: the card already had it). */
+  changed?: boolean | undefined;
 }
 
 /**
@@ -77,7 +80,7 @@ export const DENIAL_WINDOW_MS = 60_000;
  * card-number detector (D58, line-masking.ts), whichever field carries it.
  */
 function line(time: number, event: AuditEvent | DenialSummary): string {
-  const { event: name, correlationId, clientAddress, outcome, credential, reason, requestId, cardId, from, to } = event;
+  const { event: name, correlationId, clientAddress, outcome, credential, reason, requestId, cardId, from, to, changed } = event;
   const summary = 'count' in event ? { count: event.count, windowStart: event.windowStart, windowEnd: event.windowEnd } : {};
   const record = {
     time: new Date(time).toISOString(),
@@ -91,6 +94,7 @@ function line(time: number, event: AuditEvent | DenialSummary): string {
     cardId,
     from,
     to,
+    changed,
     ...summary,
   };
   return `${JSON.stringify(maskedForLine(record))}\n`;
