@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../foundation/error-catalogue.js';
-import type { AuditSink, DenialReason } from './audit.js';
+import type { AuditSink, CardRefusalReason, DenialReason } from './audit.js';
 import type { CardStatus } from '../foundation/card-status.js';
 import type { CardOperationName, CardOperationResult, ConnectorCallResult, ConnectorOperation, GatewayMetrics } from './metrics.js';
 
@@ -8,6 +8,8 @@ import type { CardOperationName, CardOperationResult, ConnectorCallResult, Conne
 export interface RequestContext {
   readonly correlationId: string;
   readonly clientAddress: string;
+  /** `METHOD /path/template` of the route, where an outcome names it (refusals of card routes, D60). */
+  readonly route?: string | undefined;
 }
 
 export type LoginFailure = 'unknown_username' | 'wrong_password' | 'inactive' | 'address';
@@ -76,6 +78,8 @@ export type Outcome =
       reason: string | undefined;
     }
   | { name: 'card.rate_limited'; credential: string; limiter: 'card_read' | 'card_status' }
+  /** A card route refused an authenticated credential (D60): audited in per-credential, per-minute summaries. */
+  | { name: 'card.refused'; credential: string; reason: CardRefusalReason; cardId: string | undefined }
   | { name: 'card.foreign_record'; operation: Exclude<ConnectorOperation, 'create'>; cardId: string; expectedAccount: string; namedAccount: string }
   | { name: 'config.reloaded' }
   | { name: 'config.reload_failed' }
@@ -282,6 +286,19 @@ export class OutcomeRecorder implements Outcomes {
       case 'card.rate_limited':
         metrics.rateLimited.inc({ limiter: outcome.limiter });
         audit.record({ ...base, event: 'card.rate_limited', outcome: 'denied', credential: outcome.credential, reason: 'rate_limit' });
+        return;
+      case 'card.refused':
+        // Counted where the refusal's own metric is (card operations, access denied); audited in
+        // summaries with the id as the client sent it, so probing leaves a trail (D60).
+        if (outcome.reason === 'permission_denied') metrics.accessDenied.inc({ reason: 'permission_denied' });
+        audit.refuse({
+          credential: outcome.credential,
+          reason: outcome.reason,
+          route: context.route ?? 'unknown',
+          cardId: outcome.cardId,
+          correlationId: context.correlationId,
+          clientAddress: context.clientAddress,
+        });
         return;
       case 'card.foreign_record':
         // A connector bug that would show one account's card to another: answered as not found,

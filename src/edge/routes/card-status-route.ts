@@ -12,6 +12,7 @@ import {
 import { errors } from '../../foundation/errors.js';
 import { BEARER_CODES, BearerSecurity, BODY_CODES, CARD_CONNECTOR_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 import { CARD_PATH } from './card-read-routes.js';
+import { requestContext } from '../request-context.js';
 
 /**
  * PATCH /api/v1/issuing/cards/{cardId} (D45): freeze, unfreeze, cancel. `cards:update` and the
@@ -68,8 +69,7 @@ export function registerCardStatusRoute(scope: FastifyInstance, changeCardStatus
         credential: request.principal!.credential,
         cardId: request.params.cardId,
         change: request.body,
-        correlationId: request.id,
-        clientAddress: request.clientAddress,
+        ...requestContext(request),
       });
       reply.header('cache-control', 'no-store');
       return answer;
