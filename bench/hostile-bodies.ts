@@ -1,11 +1,23 @@
 /**
  * JSON bodies of a given size in the shapes that once cost the strict reader super-linear time
- * (issue 16, D42), and a flat body of the same size to compare them with. Shared by the
- * hostile-body benchmark (`npm run bench -- --hostile`) and the tests that assert their cost.
- * Each text is at most `bytes` long and within a few bytes of it.
+ * (issue 16, D42) or made schema validation build a problem for every value (issue 31, finding 2),
+ * and a flat body of the same size to compare them with. Shared by the hostile-body benchmark
+ * (`npm run bench -- --hostile`) and the tests that assert their cost. Each text is at most
+ * `bytes` long and within a few bytes of it.
  */
 
-export type BodyShape = 'flat' | 'deep-arrays' | 'deep-objects' | 'duplicate-names' | 'deep-duplicate-names' | 'numbers' | 'long-names' | 'escaped-names';
+export type BodyShape =
+  | 'flat'
+  | 'deep-arrays'
+  | 'deep-objects'
+  | 'duplicate-names'
+  | 'deep-duplicate-names'
+  | 'numbers'
+  | 'long-names'
+  | 'escaped-names'
+  | 'failing-items'
+  | 'unknown-members'
+  | 'failing-values';
 
 export const BODY_SHAPES: readonly BodyShape[] = [
   'flat',
@@ -16,7 +28,16 @@ export const BODY_SHAPES: readonly BodyShape[] = [
   'numbers',
   'long-names',
   'escaped-names',
+  'failing-items',
+  'unknown-members',
+  'failing-values',
 ];
+
+/** The shapes each of whose values fails the card schema: validation once built a problem, and a field path, for every one. */
+export const FAILING_SHAPES: readonly BodyShape[] = ['failing-items', 'unknown-members', 'failing-values'];
+
+/** A valid card request's members, before the part a shape fills (a fixed requestId: these bodies never create a card). */
+const CARD_HEAD = '"requestId":"0b8e2d3c-5f4a-4c1e-9a7b-2f6d8e1c3a5b","cardLimit":1000,"currency":"EUR"';
 
 /** `{"<name>":` opened `levels` times around `inner`. */
 const nested = (levels: number, inner: string, name = 'a') => `${`{"${name}":`.repeat(levels)}${inner}${'}'.repeat(levels)}`;
@@ -64,5 +85,28 @@ export function hostileBody(shape: BodyShape, bytes: number): string {
     case 'escaped-names':
       // A name spelt entirely in \u escapes, then a second member repeating it.
       return repeated(bytes, '{', `"${'\\u006e'.repeat(Math.max(1, Math.floor((bytes - 8) / 2 / 6)))}":1`, '}');
+    case 'failing-items':
+      // The review's shape: a card whose allowedCategories holds thousands of numbers where
+      // strings are wanted (two bytes an item, each a type problem, far past maxItems).
+      return repeated(bytes, `{${CARD_HEAD},"config":{"allowedCategories":[`, '1', ']}}');
+    case 'unknown-members':
+      // As many distinct unknown members as fit, with the shortest names: a problem every 6-8 bytes.
+      return members(bytes, '{', (i) => `"${i.toString(36)}":0`, '}');
+    case 'failing-values':
+      // Metadata whose values are numbers where strings are wanted, far past its 50 members.
+      return members(bytes, `{${CARD_HEAD},"metadata":{`, (i) => `"${i.toString(36)}":0`, '}}');
   }
+}
+
+/** `open`, then distinct members `member(0)`, `member(1)`, ... joined by commas as long as they fit in `bytes`, then `close`. */
+function members(bytes: number, open: string, member: (i: number) => string, close: string): string {
+  const parts: string[] = [];
+  let size = open.length + close.length;
+  for (let i = 0; ; i += 1) {
+    const next = member(i);
+    if (size + next.length + (i > 0 ? 1 : 0) > bytes) break;
+    parts.push(next);
+    size += next.length + (i > 0 ? 1 : 0);
+  }
+  return `${open}${parts.join(',')}${close}`;
 }

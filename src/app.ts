@@ -203,9 +203,13 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     return503OnClosing: false,
     ajv: {
       // Unknown members are errors (D14), "100" is not 100, and every problem is reported
-      // (the answer lists at most 20 of them, D29).
+      // (the answer lists at most 20 of them, D29; the strict reader bounds how many there can
+      // be, edge/strict-json.ts).
       customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false },
     },
+    // Fastify's own formatter writes every validation error into one message string that
+    // nobody reads (the error handler builds the answer from the errors, at most 21 of them).
+    schemaErrorFormatter: () => new Error('Request validation failed'),
   }) as unknown as FastifyInstance;
   installStrictJson(app);
   app.addSchema(ErrorEnvelopeSchema);

@@ -13,7 +13,7 @@ import {
 import { Pipeline } from './pipeline.js';
 import { Sender } from './send.js';
 import { Session } from './session.js';
-import type { CardListQuery, CardPage, CardRecord, CardRequest, CardStatus, CreateCardInput, CreatedCard, SessionTokens } from './types.js';
+import type { CardListQuery, CardPage, CardRecord, CardRequest, CardStatus, CardStatusAnswer, CreateCardInput, CreatedCard, SessionTokens } from './types.js';
 
 /**
  * A client of the card issuing gateway. One instance holds one session (one login) and may be
@@ -148,23 +148,25 @@ export class CardGatewayClient {
     } while (cursor !== undefined);
   }
 
-  /** Freezes the card (status `inactive`). See cancelCard for the retry rules. Needs `cards:update`. */
-  freezeCard(cardId: string, reason?: string, options: CallOptions = {}): Promise<CardRecord> {
+  /** Freezes the card (status `inactive`). See cancelCard for the answer and the retry rules. Needs `cards:update`. */
+  freezeCard(cardId: string, reason?: string, options: CallOptions = {}): Promise<CardStatusAnswer> {
     return this.#changeStatus('freezeCard', cardId, 'inactive', reason, options);
   }
 
-  /** Unfreezes the card (status `active`). See cancelCard for the retry rules. Needs `cards:update`. */
-  unfreezeCard(cardId: string, reason?: string, options: CallOptions = {}): Promise<CardRecord> {
+  /** Unfreezes the card (status `active`). See cancelCard for the answer and the retry rules. Needs `cards:update`. */
+  unfreezeCard(cardId: string, reason?: string, options: CallOptions = {}): Promise<CardStatusAnswer> {
     return this.#changeStatus('unfreezeCard', cardId, 'active', reason, options);
   }
 
   /**
-   * Cancels the card for good. `reason` (1 to 200 characters, no card data) goes to the audit
-   * trail. A status change is safe to repeat (the status the card already has answers 200,
-   * unchanged), so it is retried like getCard; any change of a canceled card is 409
-   * `card_canceled`, final. Needs `cards:update`.
+   * Cancels the card for good. `reason` (1 to 200 characters) goes to the audit trail; one that
+   * holds a card number is refused (400 `validation_failed`). Resolves to the card's id, its status
+   * now and `previousStatus`, the status just before this call (equal when nothing changed); with
+   * `cards:read` also the whole card, masked (`isWholeCard` tells). A status change is safe to
+   * repeat (the status the card already has answers 200, unchanged), so it is retried like
+   * getCard; any change of a canceled card is 409 `card_canceled`, final. Needs `cards:update`.
    */
-  cancelCard(cardId: string, reason?: string, options: CallOptions = {}): Promise<CardRecord> {
+  cancelCard(cardId: string, reason?: string, options: CallOptions = {}): Promise<CardStatusAnswer> {
     return this.#changeStatus('cancelCard', cardId, 'canceled', reason, options);
   }
 
@@ -174,7 +176,7 @@ export class CardGatewayClient {
     status: CardStatus,
     reason: string | undefined,
     options: CallOptions,
-  ): Promise<CardRecord> {
+  ): Promise<CardStatusAnswer> {
     const scope = callScope(this.#settings, operation, options);
     return this.#pipeline.run(scope, operations.changeCardStatus(this.#session, scope, cardId, status, reason));
   }

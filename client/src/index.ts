@@ -20,6 +20,7 @@ export type { BackoffOptions, Sleep } from './retry.js';
 export type { CaOption, FetchLike, HttpRequestInit, HttpResponseLike } from './transport.js';
 export {
   CARD_STATUSES,
+  isWholeCard,
   type Card,
   type CardConfig,
   type CardListQuery,
@@ -27,6 +28,9 @@ export {
   type CardRecord,
   type CardRequest,
   type CardStatus,
+  type CardStatusAnswer,
+  type CardStatusChanged,
+  type CardStatusSummary,
   type CreateCardInput,
   type CreatedCard,
   type SessionTokens,

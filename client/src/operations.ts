@@ -6,8 +6,8 @@ import type { ApiError, CardGatewayError } from './errors.js';
 import type { OperationSpec } from './pipeline.js';
 import type { CallScope } from './scope.js';
 import type { Session, SessionState } from './session.js';
-import { parseCard, parseCardPage, parseCardRecord, parseTokens } from './shapes.js';
-import type { CardListQuery, CardPage, CardRecord, CardRequest, CardStatus, CreatedCard, SessionTokens } from './types.js';
+import { parseCard, parseCardPage, parseCardRecord, parseCardStatusAnswer, parseTokens } from './shapes.js';
+import type { CardListQuery, CardPage, CardRecord, CardRequest, CardStatus, CardStatusAnswer, CreatedCard, SessionTokens } from './types.js';
 
 const LOGIN = '/api/v1/auth/login';
 const REFRESH = '/api/v1/auth/refresh';
@@ -123,7 +123,8 @@ export const listCardsPage = (session: Session, scope: CallScope, query: CardLis
 
 /**
  * Freeze, unfreeze, cancel: asking again for the status a card already has answers 200 and
- * changes nothing, so every attempt may be repeated; 409 `card_canceled` is final (answer.ts).
+ * changes nothing (`previousStatus` equals `status`), so every attempt may be repeated; 409
+ * `card_canceled` is final (answer.ts).
  */
 export const changeCardStatus = (
   session: Session,
@@ -131,10 +132,10 @@ export const changeCardStatus = (
   cardId: string,
   status: CardStatus,
   reason: string | undefined,
-): OperationSpec<CardRecord> => ({
+): OperationSpec<CardStatusAnswer> => ({
   ...withSession(session, scope),
   request: () => ({ method: 'PATCH', path: cardPath(cardId), body: reason === undefined ? { status } : { status, reason } }),
   success: [200],
-  read: (answer) => parseCardRecord(answer.json),
+  read: (answer) => parseCardStatusAnswer(answer.json),
   retryInvalid: true,
 });

@@ -2,7 +2,7 @@
  * The documented shapes of the gateway's answers, checked at run time: a body that does not
  * have its route's shape is reported as `invalid_response`, never handed on half-read.
  */
-import { CARD_STATUSES, type Card, type CardPage, type CardRecord, type CardStatus, type SessionTokens } from './types.js';
+import { CARD_STATUSES, type Card, type CardPage, type CardRecord, type CardStatus, type CardStatusAnswer, type SessionTokens } from './types.js';
 
 export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -40,6 +40,20 @@ export function parseCardRecord(value: unknown): CardRecord | undefined {
   const card = parseCard(value);
   if (!card || !isRecord(value) || typeof value.requestId !== 'string' || !isStringRecord(value.metadata)) return undefined;
   return { ...card, requestId: value.requestId, metadata: { ...value.metadata } };
+}
+
+/**
+ * A status change's answer: the whole card with its previous status, or exactly the id and the
+ * two statuses (a credential without `cards:read`); undefined when the body is neither.
+ */
+export function parseCardStatusAnswer(value: unknown): CardStatusAnswer | undefined {
+  if (!isRecord(value) || !isCardStatus(value.previousStatus)) return undefined;
+  const { previousStatus } = value;
+  const card = parseCardRecord(value);
+  if (card) return { ...card, previousStatus };
+  const { cardId, status } = value;
+  if (typeof cardId !== 'string' || !isCardStatus(status) || Object.keys(value).length !== 3) return undefined;
+  return { cardId, status, previousStatus };
 }
 
 /** A page of the card list, or undefined when the body (or any card in it) is not one. */

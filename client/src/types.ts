@@ -88,6 +88,30 @@ export interface CardRecord extends Card {
   metadata: Record<string, string>;
 }
 
+/**
+ * What a status change answers to a credential that also holds `cards:read`: the card as it is
+ * now, masked, and the status it had just before the request.
+ */
+export interface CardStatusChanged extends CardRecord {
+  /** The status before this request: equal to `status` when the request changed nothing. */
+  previousStatus: CardStatus;
+}
+
+/** What a status change answers to a credential with `cards:update` alone: no more than it may read. */
+export interface CardStatusSummary {
+  cardId: string;
+  /** The status the card has now. */
+  status: CardStatus;
+  /** The status before this request: equal to `status` when the request changed nothing. */
+  previousStatus: CardStatus;
+}
+
+/** A status change's answer: the whole card with `cards:read`, the summary without it (`isWholeCard` tells them apart). */
+export type CardStatusAnswer = CardStatusChanged | CardStatusSummary;
+
+/** True when a status change answered the whole card (the credential holds `cards:read`). */
+export const isWholeCard = (answer: CardStatusAnswer): answer is CardStatusChanged => 'pan' in answer;
+
 /** One page of `GET /api/v1/issuing/cards`: newest first, every card masked. */
 export interface CardPage {
   data: CardRecord[];

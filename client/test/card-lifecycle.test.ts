@@ -1,6 +1,6 @@
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError, NetworkError, type CardGatewayClient, type CardRecord, type FetchLike } from '../src/index.js';
+import { ApiError, isWholeCard, NetworkError, type CardGatewayClient, type CardRecord, type FetchLike } from '../src/index.js';
 import { cardInput, PASSWORD, rejectionOf, startRealGateway, type RealGateway } from './support/real-gateway.js';
 
 /**
@@ -73,19 +73,27 @@ describe('the card lifecycle through the client', () => {
     const client = await loggedIn(g);
     const { card } = await client.createCard(cardInput());
 
-    expect(await client.freezeCard(card.cardId, 'Card details shared by mistake')).toMatchObject({ cardId: card.cardId, status: 'inactive' });
+    const frozen = await client.freezeCard(card.cardId, 'Card details shared by mistake');
+    expect(frozen).toMatchObject({ cardId: card.cardId, status: 'inactive', previousStatus: 'active' });
+    // `life` holds cards:read: the whole card, masked.
+    expect(isWholeCard(frozen) && frozen.pan).toMatch(/^\*{12}\d{4}$/);
     expect((await client.getCard(card.cardId)).status).toBe('inactive');
-    expect((await client.freezeCard(card.cardId)).status).toBe('inactive');
+    expect(await client.freezeCard(card.cardId)).toMatchObject({ status: 'inactive', previousStatus: 'inactive' });
     expect((await client.unfreezeCard(card.cardId)).status).toBe('active');
     expect((await client.cancelCard(card.cardId, 'Trip over')).status).toBe('canceled');
     // Canceling again is asking for the status it has: 200, nothing changed.
-    expect((await client.cancelCard(card.cardId)).status).toBe('canceled');
-    expect(await statusCalls(g)).toBe(3);
+    expect(await client.cancelCard(card.cardId)).toMatchObject({ status: 'canceled', previousStatus: 'canceled' });
+    // One connector call per change, none to read first (D57).
+    expect(await statusCalls(g)).toBe(5);
     const changes = g.auditEvents('card.status_changed');
     expect(changes.map((event) => [event.from, event.to, event.reason])).toEqual([
       ['active', 'inactive', 'Card details shared by mistake'],
       ['inactive', 'active', undefined],
       ['active', 'canceled', 'Trip over'],
+    ]);
+    expect(g.auditEvents('card.status_change_requested').map((event) => [event.from, event.to])).toEqual([
+      ['inactive', 'inactive'],
+      ['canceled', 'canceled'],
     ]);
 
     for (const change of [client.unfreezeCard(card.cardId), client.freezeCard(card.cardId, 'again')]) {
@@ -94,11 +102,23 @@ describe('the card lifecycle through the client', () => {
       expect(refused).toMatchObject({ code: 'card_canceled', status: 409, retryable: false, attempts: 1 });
     }
     await expect(client.freezeCard('card_000000000000000000000000')).rejects.toMatchObject({ code: 'card_not_found', status: 404, attempts: 1 });
-    // A reason over 200 characters is the gateway's 400, final.
+    // A reason over 200 characters, or holding a card number, is the gateway's 400, final.
     await expect(client.cancelCard(card.cardId, 'x'.repeat(201))).rejects.toMatchObject({ code: 'validation_failed', status: 400, attempts: 1 });
+    await expect(client.cancelCard(card.cardId, 'card 4111 1111 1111 1111')).rejects.toMatchObject({ code: 'validation_failed', status: 400, attempts: 1 });
     expect(g.retries).toEqual([]);
     expect(g.sleeps).toEqual([]);
-    expect(await statusCalls(g)).toBe(3);
+    // The two refused changes of the canceled card and the unknown id asked the connector once each.
+    expect(await statusCalls(g)).toBe(8);
+  });
+
+  it('answers a credential with cards:update alone the id and the statuses, nothing it may not read (D56)', async () => {
+    g = await startRealGateway();
+    const { card } = await (await loggedIn(g)).createCard(cardInput());
+    const updater = await loggedIn(g, 'updater');
+    const frozen = await updater.freezeCard(card.cardId, 'lost in transit');
+    expect(frozen).toEqual({ cardId: card.cardId, status: 'inactive', previousStatus: 'active' });
+    expect(isWholeCard(frozen)).toBe(false);
+    expect(await updater.freezeCard(card.cardId)).toEqual({ cardId: card.cardId, status: 'inactive', previousStatus: 'inactive' });
   });
 
   it('listCards follows nextCursor across pages: every card once, newest first, with the filters on every page', async () => {
@@ -199,9 +219,10 @@ describe('the card lifecycle through the client', () => {
       expect(g.retries).toHaveLength(1);
       expect(g.retries[0]!.error).toBeInstanceOf(NetworkError);
       expect(g.retries[0]).toMatchObject({ operation: 'freezeCard', attempt: 1, error: { code: 'network_error', retryable: true } });
-      // The first attempt froze the card; the retry found it frozen and sent nothing upstream.
-      expect(await statusCalls(g)).toBe(1);
+      // The first attempt froze the card; the retry found it frozen and changed nothing.
+      expect(await statusCalls(g)).toBe(2);
       expect(g.auditEvents('card.status_changed')).toHaveLength(1);
+      expect(g.auditEvents('card.status_change_requested')).toHaveLength(1);
       expect(await g.metric('gateway_http_requests_total', { method: 'PATCH', route: CARD_ROUTE, status_code: '200' })).toBe(2);
       expect((await client.getCard(card.cardId)).status).toBe('inactive');
     } finally {

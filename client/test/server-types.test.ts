@@ -1,7 +1,14 @@
 import type { Static } from '@sinclair/typebox';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { SessionTokens as ServerSessionTokens, RefreshedTokens } from '../../src/auth/session-service.js';
-import type { CardListQuerySchema, CardPageSchema, CardRecordSchema } from '../../src/cards/card-lifecycle-schemas.js';
+import type {
+  CardListQuerySchema,
+  CardPageSchema,
+  CardRecordSchema,
+  CardStatusAnswerSchema,
+  CardStatusChangedSchema,
+  CardStatusSummarySchema,
+} from '../../src/cards/card-lifecycle-schemas.js';
 import type { CardRequestSchema, CardResponseSchema } from '../../src/cards/card-schemas.js';
 import type { SessionTokensSchema } from '../../src/edge/routes/login-route.js';
 import { CARD_STATUSES as SERVER_CARD_STATUSES, type CardStatusSchema } from '../../src/foundation/card-status.js';
@@ -13,6 +20,9 @@ import {
   type CardRecord,
   type CardRequest,
   type CardStatus,
+  type CardStatusAnswer,
+  type CardStatusChanged,
+  type CardStatusSummary,
   type SessionTokens,
 } from '../src/index.js';
 
@@ -33,6 +43,12 @@ describe("the client's types match the gateway's schemas", () => {
     expectTypeOf<CardRecord>().toEqualTypeOf<Static<typeof CardRecordSchema>>();
     expectTypeOf<CardPage>().toEqualTypeOf<Static<typeof CardPageSchema>>();
     expectTypeOf<CardListQuery>().toEqualTypeOf<Static<typeof CardListQuerySchema>>();
+  });
+
+  it("a status change's two answers (D56) are exactly the gateway's", () => {
+    expectTypeOf<CardStatusChanged>().toEqualTypeOf<Static<typeof CardStatusChangedSchema>>();
+    expectTypeOf<CardStatusSummary>().toEqualTypeOf<Static<typeof CardStatusSummarySchema>>();
+    expectTypeOf<CardStatusAnswer>().toEqualTypeOf<Static<typeof CardStatusAnswerSchema>>();
   });
 
   it("SessionTokens is login's answer with the ID token optional (refresh answers none)", () => {

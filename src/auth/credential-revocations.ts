@@ -18,7 +18,10 @@ const RETRY_INTERVAL_MS = 1_000;
  *
  * An instant is only ever raised (by the store and here): a reactivation does not clear it, so
  * tokens and sessions from before a deactivation stay dead after the credential is active
- * again. The fingerprint that tokens and sessions carry ends them at a hash change even on a
+ * again. And every instant a replica holds, the store holds (D61): each sync writes back, raise
+ * only, every instant held here above the stored one, so a lost `cred-not-before` record (a
+ * restore, a failover that lost the last writes) is repaired within one sync period by any
+ * replica that still holds it, before a restarted replica could accept the tokens it revoked. The fingerprint that tokens and sessions carry ends them at a hash change even on a
  * replica that never saw the change (it was down); the instant covers the rest: a deactivation,
  * and a hash changed and changed back.
  *
@@ -90,7 +93,11 @@ export class CredentialRevocations {
     return this.sync();
   }
 
-  /** Writes what is unwritten, then reads every instant; one at a time (a second call waits for the running one, then runs). */
+  /**
+   * Writes what is unwritten, reads every instant, and writes back every instant held here that
+   * the store has lower or not at all (D61); one at a time (a second call waits for the running
+   * one, then runs).
+   */
   async sync(): Promise<void> {
     while (this.#syncing) await this.#syncing;
     this.#syncing = this.#syncOnce().finally(() => {
@@ -118,8 +125,19 @@ export class CredentialRevocations {
         if (this.#unwritten.get(credentialId) === at) this.#unwritten.delete(credentialId);
         this.#instants.set(credentialId, Math.max(stored, this.notBefore(credentialId)));
       }
-      for (const [credentialId, at] of await store.read(this.#credentialIds)) {
-        this.#instants.set(credentialId, Math.max(at, this.notBefore(credentialId)));
+      const stored = await store.read(this.#credentialIds);
+      for (const [credentialId, at] of stored) this.#instants.set(credentialId, Math.max(at, this.notBefore(credentialId)));
+      // The store lost what this replica knows: written back, never lowering what is there.
+      for (const credentialId of this.#credentialIds) {
+        const held = this.notBefore(credentialId);
+        const had = stored.get(credentialId) ?? 0;
+        if (held <= had) continue;
+        const now = await store.raise(credentialId, held);
+        this.#instants.set(credentialId, Math.max(now, held));
+        logger.warn(
+          { credential: credentialId, stored: had === 0 ? null : new Date(had).toISOString(), written: new Date(held).toISOString() },
+          'credential not-before instant missing or older in the store; written back from this replica',
+        );
       }
       this.#loaded = true;
       if (this.#failing) logger.info('credential not-before instants read and written again');

@@ -76,6 +76,37 @@ export const CardRecordSchema = Type.Object(
 );
 export type CardRecord = Static<typeof CardRecordSchema>;
 
+const PREVIOUS_STATUS = 'The status the card had just before this request: equal to `status` when the request changed nothing.';
+
+/**
+ * What a status change answers a credential that also holds `cards:read` (D56): the card as it is
+ * now, masked, and the status it had before this request.
+ */
+export const CardStatusChangedSchema = Type.Object(
+  { ...CardRecordSchema.properties, previousStatus: StatusEnum(PREVIOUS_STATUS) },
+  { title: 'CardStatusChanged' },
+);
+export type CardStatusChanged = Static<typeof CardStatusChangedSchema>;
+
+/** What a status change answers a credential with `cards:update` alone (D56): nothing it may not read. */
+export const CardStatusSummarySchema = Type.Object(
+  {
+    cardId: Type.String({ description: "The card's id." }),
+    status: StatusEnum('The status the card has now.'),
+    previousStatus: StatusEnum(PREVIOUS_STATUS),
+  },
+  { title: 'CardStatusSummary', additionalProperties: false },
+);
+export type CardStatusSummary = Static<typeof CardStatusSummarySchema>;
+
+/** A status change's answer: the whole masked card with `cards:read`, the summary without it (D56). */
+export const CardStatusAnswerSchema = Type.Union([CardStatusChangedSchema, CardStatusSummarySchema], {
+  title: 'CardStatusAnswer',
+  description:
+    'The whole card (masked) with `previousStatus` when the credential also holds `cards:read`; otherwise only `cardId`, `status` and `previousStatus`.',
+});
+export type CardStatusAnswer = Static<typeof CardStatusAnswerSchema>;
+
 export const CardPageSchema = Type.Object(
   {
     data: Type.Array(CardRecordSchema, { description: 'Newest first; every card masked.' }),
@@ -96,7 +127,18 @@ export const RECORD_EXAMPLES = {
   revealed: { summary: 'With revealDetails=true, by the credential that created it', value: { ...RECORD_EXAMPLE, pan: '4000001462815291', cvc: '106' } },
 };
 export const STATUS_EXAMPLES = {
-  frozen: { summary: 'Frozen (status inactive)', value: { ...RECORD_EXAMPLE, status: 'inactive' } },
+  frozen: {
+    summary: 'Frozen (status inactive), answered to a credential that also holds cards:read',
+    value: { ...RECORD_EXAMPLE, status: 'inactive', previousStatus: 'active' } satisfies CardStatusChanged,
+  },
+  summary: {
+    summary: 'Frozen, answered to a credential with cards:update alone',
+    value: { cardId: RECORD_EXAMPLE.cardId, status: 'inactive', previousStatus: 'active' } satisfies CardStatusSummary,
+  },
+  unchanged: {
+    summary: 'Already frozen: nothing changed',
+    value: { cardId: RECORD_EXAMPLE.cardId, status: 'inactive', previousStatus: 'inactive' } satisfies CardStatusSummary,
+  },
 };
 export const PAGE_EXAMPLES = {
   page: { summary: 'A page with more to come', value: { data: [RECORD_EXAMPLE], nextCursor: 'c1.card-1.oJ3f2kR8u0aZbXcD.Q2x1c3Rlcg' } },

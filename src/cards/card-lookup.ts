@@ -67,24 +67,27 @@ export function ownRecord(
 /**
  * Runs a card operation and counts what it came to: a connector failure becomes the 502/504 of
  * creation (D19), a catalogue error is counted under its code; `ok` is counted by the caller
- * (it knows whether a status changed).
+ * (it knows whether a status changed). A refusal of the card or the cursor the client named is
+ * audited too, with the id as sent, in the per-credential summaries (D60).
  */
-export async function counted<T>(outcomes: Outcomes, operation: CardOperationName, context: RequestContext, run: () => Promise<T>): Promise<T> {
+export async function counted<T>(
+  outcomes: Outcomes,
+  operation: CardOperationName,
+  context: RequestContext & { credential: Credential; cardId?: string },
+  run: () => Promise<T>,
+): Promise<T> {
   try {
     return await run();
   } catch (error) {
     const answered = error instanceof ConnectorError ? connectorAnswer(error) : error;
     if (answered instanceof GatewayError) {
       const code = answered.code;
-      if (
-        code === 'card_not_found' ||
-        code === 'card_canceled' ||
-        code === 'invalid_cursor' ||
-        code === 'connector_unavailable' ||
-        code === 'connector_invalid_answer' ||
-        code === 'connector_timeout'
-      )
+      if (code === 'card_not_found' || code === 'card_canceled' || code === 'invalid_cursor') {
         outcomes.record({ name: 'card.operation', operation, result: code }, context);
+        outcomes.record({ name: 'card.refused', credential: context.credential.id, reason: code, cardId: context.cardId }, context);
+      } else if (code === 'connector_unavailable' || code === 'connector_invalid_answer' || code === 'connector_timeout') {
+        outcomes.record({ name: 'card.operation', operation, result: code }, context);
+      }
     }
     throw answered;
   }

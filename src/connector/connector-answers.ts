@@ -3,8 +3,10 @@ import {
   CONNECTOR_CARD_CANCELED,
   ConnectorCardPageSchema,
   ConnectorCardRecordSchema,
+  ConnectorStatusAnswerSchema,
   type ConnectorCardPage,
   type ConnectorCardRecord,
+  type ConnectorStatusAnswer,
 } from './connector-contract.js';
 
 /**
@@ -16,6 +18,7 @@ import {
 const ajv = new Ajv({ allErrors: false, strict: false });
 const isRecord = ajv.compile<ConnectorCardRecord>(ConnectorCardRecordSchema);
 const isPage = ajv.compile<ConnectorCardPage>(ConnectorCardPageSchema);
+const isStatusAnswer = ajv.compile<ConnectorStatusAnswer>(ConnectorStatusAnswerSchema);
 
 function json(text: string): unknown {
   try {
@@ -29,6 +32,16 @@ function json(text: string): unknown {
 export function parseCardRecord(text: string, cardId: string): ConnectorCardRecord | undefined {
   const data = json(text);
   return isRecord(data) && data.cardId === cardId ? data : undefined;
+}
+
+/**
+ * The answer of a status change (D57), only when it is the card asked for, now in the status
+ * asked for, and says consistently whether this call changed it.
+ */
+export function parseStatusAnswer(text: string, cardId: string, status: string): ConnectorStatusAnswer | undefined {
+  const data = json(text);
+  if (!isStatusAnswer(data) || data.cardId !== cardId || data.status !== status) return undefined;
+  return data.changed === (data.previousStatus !== data.status) ? data : undefined;
 }
 
 /** A whole page or nothing: one bad record, or more records than asked for, rejects the page. */

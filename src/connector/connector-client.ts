@@ -1,9 +1,16 @@
 import { deadlineSignal } from '../foundation/deadline.js';
-import { isCardCanceledAnswer, parseCardPage, parseCardRecord } from './connector-answers.js';
+import { isCardCanceledAnswer, parseCardPage, parseCardRecord, parseStatusAnswer } from './connector-answers.js';
 import { CONNECTOR_HEADERS, CONNECTOR_PATHS, parseConnectorCard } from './connector-contract.js';
 import { ConnectorError, type ConnectorClient } from './connector-port.js';
 import { getCardRequest, listCardsRequest, setCardStatusRequest } from './connector-requests.js';
 import { createConnectorPool, sendToConnector, type ConnectorSettings } from './connector-transport.js';
+
+/**
+ * The 4xx answers that are about the card id a client chose (unknown, foreign, malformed, longer
+ * than the connector takes): that card is not found, the connector did not fail (D60). Other
+ * 4xx (401, 403, 429, ...) refuse the gateway itself and stay failures: no call can succeed.
+ */
+const NOT_THIS_CARD: ReadonlySet<number> = new Set([400, 404, 410, 414, 422]);
 
 /**
  * The connector port (connector-port.ts) on an undici pool, the one module that knows undici (a
@@ -42,7 +49,7 @@ export function createConnectorClient(settings: ConnectorSettings): ConnectorCli
       // An empty id would address the list, not a card: no card has it.
       if (cardId === '') return null;
       const { status, text } = await sendToConnector(pool, settings, getCardRequest(settings, issuingAccount, cardId, meta));
-      if (status === 404) return null;
+      if (NOT_THIS_CARD.has(status)) return null;
       if (status !== 200) throw new ConnectorError('status', { status });
       const record = parseCardRecord(text, cardId);
       if (!record) throw new ConnectorError('invalid_answer', { status });
@@ -58,13 +65,14 @@ export function createConnectorClient(settings: ConnectorSettings): ConnectorCli
     async setCardStatus(cardId, change, meta) {
       if (cardId === '') return { outcome: 'not_found' };
       const { status, text } = await sendToConnector(pool, settings, setCardStatusRequest(settings, cardId, change, meta));
-      if (status === 404) return { outcome: 'not_found' };
       if (status === 409 && isCardCanceledAnswer(text)) return { outcome: 'card_canceled' };
+      if (NOT_THIS_CARD.has(status)) return { outcome: 'not_found' };
       if (status !== 200) throw new ConnectorError('status', { status });
-      const card = parseCardRecord(text, cardId);
-      // A 200 is the card after the change: any other status means the connector did not apply it.
-      if (!card || card.status !== change.status) throw new ConnectorError('invalid_answer', { status });
-      return { outcome: 'updated', card };
+      // A 200 is the card after the change, in the status asked for, with what it was before (D57).
+      const answer = parseStatusAnswer(text, cardId, change.status);
+      if (!answer) throw new ConnectorError('invalid_answer', { status });
+      const { previousStatus, changed, ...card } = answer;
+      return { outcome: 'updated', card, previousStatus, changed };
     },
     async health() {
       const stats = pool.stats;

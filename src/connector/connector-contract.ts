@@ -49,9 +49,12 @@ export const ConnectorCardRequestSchema = Type.Object({
 });
 export type ConnectorCardRequest = Static<typeof ConnectorCardRequestSchema>;
 
+/** The longest card id of the contract. */
+export const MAX_CARD_ID_LENGTH = 128;
+
 /** The card the connector answers with (201 created, 200 its own replay of the key): PAN and CVC in full. */
 export const ConnectorCardSchema = Type.Object({
-  cardId: Type.String({ minLength: 1, maxLength: 128 }),
+  cardId: Type.String({ minLength: 1, maxLength: MAX_CARD_ID_LENGTH }),
   pan: Type.String({ pattern: '^[0-9]{12,19}$' }),
   cvc: Type.String({ pattern: '^[0-9]{3,4}$' }),
   expMonth: Type.Integer({ minimum: 1, maximum: 12 }),
@@ -139,6 +142,19 @@ export interface ConnectorListQuery {
   createdAfter?: string;
   createdBefore?: string;
 }
+
+/**
+ * The answer of `POST /v1/cards/{cardId}/status` (D57): the card after the call, the status it
+ * had just before this call changed it (`previousStatus`) and whether this call changed it
+ * (`changed`: false when the card already had the status asked for). A connector makes the change
+ * and reads `previousStatus` in one atomic step, so of two concurrent calls asking for the same
+ * status exactly one answers `changed: true`.
+ */
+export const ConnectorStatusAnswerSchema = Type.Intersect([
+  ConnectorCardRecordSchema,
+  Type.Object({ previousStatus: CardStatusSchema, changed: Type.Boolean() }),
+]);
+export type ConnectorStatusAnswer = Static<typeof ConnectorStatusAnswerSchema>;
 
 /** Body of `POST /v1/cards/{cardId}/status`. */
 export interface ConnectorStatusChange {

@@ -2,26 +2,41 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Clock } from '../foundation/clock.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { fieldPath } from '../config/config-error.js';
-import { maskPan } from '../foundation/masking.js';
+import { maskCardNumbers } from '../foundation/card-number-detector.js';
 import { StoreUnavailableError } from '../store/store-types.js';
-import { bearerChallenge, errors, GatewayError, toEnvelope, type FieldProblem } from '../foundation/errors.js';
+import { bearerChallenge, errors, GatewayError, MAX_LISTED_FIELDS, toEnvelope, type FieldProblem } from '../foundation/errors.js';
 import { StrictJsonError } from './strict-json.js';
 
-interface AjvLikeError {
+export interface AjvLikeError {
   instancePath?: string;
   keyword?: string;
   message?: string;
   params?: Record<string, unknown>;
 }
 
-const CARD_NUMBER_LIKE = /\d{13,}/g;
+/** Characters of a field path an error shows: a member name is the client's text, and an error body never grows with the request (D29). */
+export const MAX_SHOWN_PATH = 256;
 
-/** Ajv errors as `{ path, message }` a developer can act on: `config.tolerance.percentage`. */
-function validationFields(validation: readonly AjvLikeError[], context: string | undefined): FieldProblem[] {
+/** A path as error details show it: a card number used as a member name masked like a PAN (D18, D58), a long one cut. */
+function shownPath(path: string): string {
+  const masked = maskCardNumbers(path);
+  return masked.length > MAX_SHOWN_PATH ? `${masked.slice(0, MAX_SHOWN_PATH)}…` : masked;
+}
+
+/**
+ * Ajv errors as `{ path, message }` a developer can act on (`config.tolerance.percentage`), and
+ * how many more there were. At most MAX_LISTED_FIELDS + 1 problems are built, whatever the number
+ * of errors: the answer lists 20 and counts the rest (D29), and building a path for every error
+ * of a large body is what made its refusal cost several times its reading (issue 31).
+ */
+export function validationProblems(validation: readonly AjvLikeError[], context: string | undefined): { fields: FieldProblem[]; omitted: number } {
   const prefix = context === 'querystring' ? 'query' : context === 'headers' ? 'headers' : '';
   const seen = new Set<string>();
   const fields: FieldProblem[] = [];
+  let read = 0;
   for (const error of validation) {
+    if (fields.length > MAX_LISTED_FIELDS) break;
+    read += 1;
     let pointer = error.instancePath ?? '';
     let message = error.message ?? 'is invalid';
     if (error.keyword === 'additionalProperties') {
@@ -35,8 +50,7 @@ function validationFields(validation: readonly AjvLikeError[], context: string |
     } else if (error.keyword === 'propertyNames') {
       message = 'has a key that is too long or invalid';
     }
-    // A key is the client's text: a card number used as one is masked like a PAN (D18).
-    let path = pointer === '' ? '(body)' : fieldPath(pointer).replace(CARD_NUMBER_LIKE, maskPan);
+    let path = pointer === '' ? '(body)' : shownPath(fieldPath(pointer));
     if (prefix) path = pointer === '' ? prefix : `${prefix}.${path}`;
     const key = `${path}\u0000${message}`;
     if (!seen.has(key)) {
@@ -44,11 +58,13 @@ function validationFields(validation: readonly AjvLikeError[], context: string |
       fields.push({ path, message });
     }
   }
-  return fields;
+  // The errors not read are counted as they are: past the listed ones, an exact count of
+  // distinct problems would cost what the cap saves.
+  return { fields, omitted: validation.length - read };
 }
 
-/** A client's member name used as a card number is masked like a PAN in error details (D18). */
-const maskField = (field: FieldProblem): FieldProblem => ({ path: field.path.replace(CARD_NUMBER_LIKE, maskPan), message: field.message });
+/** A problem the strict reader found, shown like validation's (D18, D58, D29). */
+const maskField = (field: FieldProblem): FieldProblem => ({ path: shownPath(field.path), message: field.message });
 
 /** Maps anything thrown on a request to a public GatewayError; library errors by their `code`. */
 function toGatewayError(error: unknown): GatewayError {
@@ -56,7 +72,10 @@ function toGatewayError(error: unknown): GatewayError {
   if (error instanceof StoreUnavailableError) return errors.storeUnavailable(error);
   if (error instanceof StrictJsonError) return errors.validation(error.fields.map(maskField), error.omitted);
   const fastifyError = error as Partial<FastifyError> & { validation?: AjvLikeError[]; validationContext?: string };
-  if (Array.isArray(fastifyError.validation)) return errors.validation(validationFields(fastifyError.validation, fastifyError.validationContext));
+  if (Array.isArray(fastifyError.validation)) {
+    const { fields, omitted } = validationProblems(fastifyError.validation, fastifyError.validationContext);
+    return errors.validation(fields, omitted);
+  }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return errors.bodyTooLarge();

@@ -2,6 +2,7 @@ import type { Credential, Permission } from '../config/credentials-file.js';
 import type { AccessClaims } from '../auth/token-service.js';
 import type { LimitedAction } from '../auth/auth-rate-limits.js';
 import type { FastifyRequest } from 'fastify';
+import type { RequestContext } from '../observability/outcomes.js';
 
 /** Who is calling, resolved on every request by the bearer guard (D7). */
 export interface Principal {
@@ -41,4 +42,9 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     policy?: RoutePolicy;
   }
+}
+
+/** Who a request came from and which route it took, as outcomes record them. */
+export function requestContext(request: FastifyRequest): RequestContext {
+  return { correlationId: request.id, clientAddress: request.clientAddress, route: `${request.method} ${request.routeOptions.url ?? 'unmatched'}` };
 }

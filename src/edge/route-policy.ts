@@ -4,7 +4,7 @@ import { addressBucket } from '../foundation/address-ranges.js';
 import { errors } from '../foundation/errors.js';
 import type { Outcome, Outcomes } from '../observability/outcomes.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
-import './request-context.js';
+import { requestContext } from './request-context.js';
 
 /** Whose attempts a limiter counts (D11, D27): the client's address, the submitted username, the credential. */
 const SUBJECTS: Record<LimitedAction, (request: FastifyRequest) => string> = {
@@ -35,9 +35,11 @@ export function permissionHook(deps: { outcomes: Outcomes }) {
     if (declared === undefined || credential === undefined) return done();
     for (const needed of declared(request)) {
       if (!credential.permissions.has(needed.permission)) {
+        // Only card routes declare permissions: their refusals are summarised per credential (D60).
+        const cardId = (request.params as { cardId?: unknown } | undefined)?.cardId;
         deps.outcomes.record(
-          { name: 'access.denied', credential: credential.id, reason: 'permission_denied' },
-          { correlationId: request.id, clientAddress: request.clientAddress },
+          { name: 'card.refused', credential: credential.id, reason: 'permission_denied', cardId: typeof cardId === 'string' ? cardId : undefined },
+          requestContext(request),
         );
         return done(errors.permissionDenied(needed.refusal));
       }

@@ -10,7 +10,17 @@ import { MAX_LISTED_FIELDS, type FieldProblem } from '../foundation/errors.js';
  * - in an integer field, a number written with a fraction or an exponent (`1000.0`, `1e3`,
  *   `4503599627370497.5`, `99.99999999999999999`): JSON.parse turns several of them into valid
  *   looking integers the client never sent,
- * - in an integer field, a literal beyond 2^53 - 1, which JSON.parse rounds to a neighbour.
+ * - in an integer field, a literal beyond 2^53 - 1, which JSON.parse rounds to a neighbour,
+ * - an array or object with more than MAX_LISTED_FIELDS children beyond what its schema allows
+ *   (`maxItems`; `maxProperties`; for a closed object, `additionalProperties: false`, the members
+ *   it declares): the array or the object with `maxProperties` is one problem; a closed object's
+ *   unknown members are each a problem, listed and counted like the others. Schema validation
+ *   would otherwise build a problem and a field path for every item or member (issue 31: 7,900
+ *   wrong items in a 16 KiB body cost 4-5x a flat body). Once the reader has refused a body,
+ *   validation never runs; on a body it lets through, every container holds at most 20 children
+ *   more than its schema allows, so validation's problems are bounded by the schema, not by the
+ *   body. A few children too many are left to validation, which lists them with every other
+ *   problem of the body.
  *
  * The pass keeps a stack of frames, one per open object or array, each holding its own schema
  * node (walked alongside from the route's body schema) and the name or index it is at. A path
@@ -30,6 +40,10 @@ export const NOT_AN_INTEGER = 'must be a JSON integer (no fraction or exponent)'
 export const NOT_SAFE = 'must be a safe integer';
 export const DUPLICATE = 'appears more than once';
 export const FORBIDDEN_NAME = 'is not an allowed member name';
+/** Validation's own words for the same problems, so a body reads the same whichever pass refused it. */
+export const UNKNOWN_MEMBER = 'is not a known field';
+export const tooManyItems = (maxItems: number): string => `must NOT have more than ${maxItems} items`;
+export const tooManyMembers = (maxProperties: number): string => `must NOT have more than ${maxProperties} properties`;
 
 export class StrictJsonError extends Error {
   /** `fields`: the first MAX_LISTED_FIELDS problems; `omitted`: how many more were found. */
@@ -49,6 +63,8 @@ export interface SchemaNode {
   patternProperties?: Record<string, SchemaNode>;
   additionalProperties?: unknown;
   items?: unknown;
+  maxItems?: unknown;
+  maxProperties?: unknown;
 }
 
 /** What one pass cost and found: tests and the benchmark read the cost as counts, never as time. */
@@ -72,6 +88,10 @@ interface Frame {
   names: Set<string> | undefined;
   /** The current member name or array index. */
   at: string | number;
+  /** Children this container may have (maxItems, maxProperties, or a closed object's declared members); undefined: unbounded. */
+  limit: number | undefined;
+  /** The container has more children than `limit`: refused once, its unknown members named from then on. */
+  overflow: boolean;
 }
 
 const isDigit = (code: number) => code >= 48 && code <= 57;
@@ -86,6 +106,25 @@ function memberSchema(node: SchemaNode | undefined, name: string): SchemaNode | 
   }
   return asNode(node.additionalProperties);
 }
+
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+
+/** Whether `node` is an object schema that takes only the members it declares. */
+const isClosed = (node: SchemaNode | undefined): boolean => node?.additionalProperties === false && node.patternProperties === undefined;
+
+/** How many children a container of schema `node` may have; undefined when the schema does not bound it. */
+function childLimit(node: SchemaNode | undefined, array: boolean): number | undefined {
+  if (!node) return undefined;
+  if (array) return isCount(node.maxItems) ? node.maxItems : undefined;
+  if (isCount(node.maxProperties)) return node.maxProperties;
+  return isClosed(node) ? Object.keys(node.properties ?? {}).length : undefined;
+}
+
+/** Past how many children the reader refuses the container itself: what the schema allows, and MAX_LISTED_FIELDS more. */
+const OVERFLOW_MARGIN = MAX_LISTED_FIELDS;
+
+/** A member the closed object of schema `node` does not declare. */
+const isUnknown = (node: SchemaNode | undefined, name: string): boolean => isClosed(node) && !(node?.properties && Object.hasOwn(node.properties, name));
 
 /** Problems with the text of a number literal in an integer field, or undefined when it is fine. */
 function integerProblem(text: string, start: number, end: number): string | undefined {
@@ -113,19 +152,39 @@ export function scanStrictJson(text: string, schema?: SchemaNode): ScanReport {
   let expectName = false;
   const length = text.length;
 
-  const report = (message: string): void => {
+  /**
+   * Reports a problem at the value the pass is at; with `frames`, at the container of that depth
+   * (the array or object itself), with `name`, at that member of the innermost object.
+   */
+  const report = (message: string, frames = stack.length, name?: string): void => {
     if (problems.length >= MAX_LISTED_FIELDS) {
       omitted += 1;
       return;
     }
     // `config.tolerance.percentage`, `config.allowedCategories[2]`: how error details name a field.
     let path = '';
-    for (const frame of stack) {
+    for (let f = 0; f < frames; f += 1) {
       work += 1;
-      if (typeof frame.at === 'number') path += `[${frame.at}]`;
-      else path += path === '' ? frame.at : `.${frame.at}`;
+      const frame = stack[f]!;
+      const at = name !== undefined && f === frames - 1 ? name : frame.at;
+      if (typeof at === 'number') path += `[${at}]`;
+      else path += path === '' ? at : `.${at}`;
     }
     problems.push({ path: path === '' ? '(body)' : path, message });
+  };
+
+  /** A closed object past its declared members: each unknown member named, those seen so far at once. */
+  const overflowMembers = (frame: Frame): void => {
+    frame.overflow = true;
+    if (!isClosed(frame.schema)) {
+      report(tooManyMembers(frame.limit!), stack.length - 1);
+      return;
+    }
+    // Every unknown member so far (more than MAX_LISTED_FIELDS of them), named in the order read.
+    for (const seen of frame.names!) {
+      work += 1;
+      if (isUnknown(frame.schema, seen)) report(UNKNOWN_MEMBER, stack.length, seen);
+    }
   };
 
   let i = 0;
@@ -157,8 +216,15 @@ export function scanStrictJson(text: string, schema?: SchemaNode): ScanReport {
         frame.at = name;
         frame.value = memberSchema(frame.schema, name);
         frame.names ??= new Set();
-        if (frame.names.has(name)) report(DUPLICATE);
-        else frame.names.add(name);
+        if (frame.overflow) {
+          // Refused already: its further members are only counted (an unknown one is a problem),
+          // not remembered, so a flood of names costs no growing set.
+          if (isUnknown(frame.schema, name)) report(UNKNOWN_MEMBER);
+        } else if (frame.names.has(name)) report(DUPLICATE);
+        else {
+          frame.names.add(name);
+          if (frame.limit !== undefined && frame.names.size > frame.limit + OVERFLOW_MARGIN) overflowMembers(frame);
+        }
         if (name === '__proto__') report(FORBIDDEN_NAME);
         expectName = false;
       }
@@ -175,7 +241,15 @@ export function scanStrictJson(text: string, schema?: SchemaNode): ScanReport {
       const parent = stack[stack.length - 1];
       const own = parent === undefined ? schema : parent.value;
       const array = code === 91;
-      stack.push({ array, schema: own, value: array ? asNode(own?.items) : undefined, names: undefined, at: array ? 0 : '' });
+      stack.push({
+        array,
+        schema: own,
+        value: array ? asNode(own?.items) : undefined,
+        names: undefined,
+        at: array ? 0 : '',
+        limit: childLimit(own, array),
+        overflow: false,
+      });
       expectName = !array;
     } else if (code === 125 /* } */ || code === 93 /* ] */) {
       if (stack.pop() !== undefined) depth -= 1;
@@ -183,7 +257,14 @@ export function scanStrictJson(text: string, schema?: SchemaNode): ScanReport {
     } else if (code === 44 /* , */) {
       const frame = stack[stack.length - 1];
       if (frame !== undefined && !frame.array) expectName = true;
-      else if (frame !== undefined) frame.at = (frame.at as number) + 1;
+      else if (frame !== undefined) {
+        frame.at = (frame.at as number) + 1;
+        // The item after this comma is MAX_LISTED_FIELDS + 1 past maxItems: the array is refused, once.
+        if (!frame.overflow && frame.limit !== undefined && frame.at >= frame.limit + OVERFLOW_MARGIN) {
+          frame.overflow = true;
+          report(tooManyItems(frame.limit), stack.length - 1);
+        }
+      }
     } else if (code === 45 /* - */ || isDigit(code)) {
       let end = i + 1;
       while (end < length) {

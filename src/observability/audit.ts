@@ -2,6 +2,8 @@ import type { Clock } from '../foundation/clock.js';
 import type { ErrorCode } from '../foundation/error-catalogue.js';
 import { addressBucket } from '../foundation/address-ranges.js';
 import { FileAppender, type AppenderState } from './file-appender.js';
+import { maskCardNumbers } from '../foundation/card-number-detector.js';
+import { maskedForLine } from './line-masking.js';
 
 export type AuditEventName =
   | 'login.succeeded'
@@ -19,7 +21,9 @@ export type AuditEventName =
   | 'card.revealed'
   | 'card.failed'
   | 'card.status_changed'
+  | 'card.status_change_requested'
   | 'card.rate_limited'
+  | 'card.refused'
   | 'config.reloaded'
   | 'config.reload_failed'
   | 'credential.sessions_ended';
@@ -38,9 +42,14 @@ export interface AuditEvent {
   reason?: string | undefined;
   requestId?: string | undefined;
   cardId?: string | undefined;
-  /** A status change (D45): the status before and after. */
+  /** A status change (D45, D57): the status before and after, as the connector answered them. */
   from?: string | undefined;
   to?: string | undefined;
+  /** A status change: whether this request changed the status (false: the card already had it). */
+  changed?: boolean | undefined;
+  /** A refusal summary of a card route (D60): the route, and the card ids as the client sent them. */
+  route?: string | undefined;
+  cardIds?: string[] | undefined;
 }
 
 /**
@@ -56,10 +65,32 @@ export interface DenialSummary extends AuditEvent {
   windowEnd: string;
 }
 
+/** The refusals of a card route that are audited in per-credential summaries (D60): each named by the code answered. */
+export type CardRefusalReason = Extract<ErrorCode, 'card_not_found' | 'card_canceled' | 'invalid_cursor' | 'permission_denied'>;
+
+/** One refusal of a card route, by an authenticated credential (D60). */
+export interface CardRefusal {
+  credential: string;
+  reason: CardRefusalReason;
+  /** `METHOD /path/template`, e.g. `GET /api/v1/issuing/cards/:cardId`. */
+  route: string;
+  /** The card id as the client sent it, when the route has one. */
+  cardId?: string | undefined;
+  correlationId: string;
+  clientAddress: string;
+}
+
+/** Distinct card ids a refusal summary lists; the count covers the rest. */
+export const MAX_LISTED_CARD_IDS = 20;
+/** Characters of one listed card id: the longest id the contract has; the rest is cut off (after masking, D58). */
+export const MAX_LISTED_CARD_ID_LENGTH = 128;
+
 export interface AuditSink {
   record(event: AuditEvent): void;
   /** Counts one refusal into the current window's summary for (reason, source). */
   deny(reason: DenialReason, clientAddress: string, correlationId: string): void;
+  /** Counts one refusal of a card route into the current window's summary for (credential, reason, route) (D60). */
+  refuse(refusal: CardRefusal): void;
   /** False while audit lines cannot be written: audited requests answer 503 (D26). */
   readonly writable: boolean;
   /** Writes the summaries of windows that have ended (all of them with `all`). */
@@ -71,48 +102,64 @@ export interface AuditSink {
 
 export const DENIAL_WINDOW_MS = 60_000;
 
+/**
+ * One line: the fields in a fixed order, every string of client origin passed through the
+ * card-number detector (D58, line-masking.ts), whichever field carries it.
+ */
 function line(time: number, event: AuditEvent | DenialSummary): string {
-  const { event: name, correlationId, clientAddress, outcome, credential, reason, requestId, cardId, from, to } = event;
+  const { event: name, correlationId, clientAddress, outcome, credential, reason, requestId, cardId, from, to, changed, route, cardIds } = event;
   const summary = 'count' in event ? { count: event.count, windowStart: event.windowStart, windowEnd: event.windowEnd } : {};
-  return `${JSON.stringify({ time: new Date(time).toISOString(), event: name, correlationId, credential, clientAddress, outcome, reason, requestId, cardId, from, to, ...summary })}\n`;
-}
-
-interface OpenSummary {
-  reason: DenialReason;
-  source: string;
-  count: number;
-  correlationId: string;
+  const record = {
+    time: new Date(time).toISOString(),
+    event: name,
+    correlationId,
+    credential,
+    clientAddress,
+    outcome,
+    reason,
+    requestId,
+    cardId,
+    from,
+    to,
+    changed,
+    route,
+    cardIds,
+    ...summary,
+  };
+  return `${JSON.stringify(maskedForLine(record))}\n`;
 }
 
 /**
- * Per-minute summaries of refusals. An attacker outside the allowlist, or one replaying bad
- * tokens, produces one line per source per minute instead of one per request, so it cannot
- * fill the audit volume; and at most `maxLines` sources are itemised per window, the rest
- * counted in one overflow line, so neither memory nor the file grows with the attack.
+ * Per-minute summaries: an attacker outside the allowlist, one replaying bad tokens, or a
+ * credential probing card ids, produces one line per key per minute instead of one per request,
+ * so it cannot fill the audit volume; and at most `maxLines` keys are itemised per window, the
+ * rest counted in one overflow line, so neither memory nor the file grows with the attack.
  */
-class DenialSummaries {
+class MinuteSummaries<Entry extends { count: number }> {
   #windowStart = -1;
-  #open = new Map<string, OpenSummary>();
+  #open = new Map<string, Entry>();
   #overflow = 0;
 
   constructor(
     private readonly clock: Clock,
     private readonly maxLines: number,
-    private readonly emit: (time: number, summary: DenialSummary) => void,
+    /** Writes one window's lines: each entry, then the overflow count when there is one. */
+    private readonly emit: (end: number, bounds: { windowStart: string; windowEnd: string }, entries: Iterable<Entry>, overflow: number) => void,
   ) {}
 
-  add(reason: DenialReason, address: string, correlationId: string): void {
+  /** Counts into the entry of `key`, made by `open` the first time the window sees it. */
+  add(key: string, open: () => Entry, also?: (entry: Entry) => void): void {
     const now = this.clock.now();
     const window = Math.floor(now / DENIAL_WINDOW_MS) * DENIAL_WINDOW_MS;
     if (window !== this.#windowStart) {
       this.flush(true);
       this.#windowStart = window;
     }
-    const source = addressBucket(address);
-    const key = `${reason} ${source}`;
-    const open = this.#open.get(key);
-    if (open) open.count += 1;
-    else if (this.#open.size < this.maxLines) this.#open.set(key, { reason, source, count: 1, correlationId });
+    const entry = this.#open.get(key);
+    if (entry) {
+      entry.count += 1;
+      also?.(entry);
+    } else if (this.#open.size < this.maxLines) this.#open.set(key, open());
     else this.#overflow += 1;
   }
 
@@ -120,33 +167,34 @@ class DenialSummaries {
     if (this.#windowStart < 0) return;
     const end = this.#windowStart + DENIAL_WINDOW_MS;
     if (!all && this.clock.now() < end) return;
-    const bounds = { windowStart: new Date(this.#windowStart).toISOString(), windowEnd: new Date(end).toISOString() };
-    for (const summary of this.#open.values()) {
-      this.emit(end, {
-        event: 'access.denied',
-        outcome: 'denied',
-        reason: summary.reason,
-        clientAddress: summary.source,
-        correlationId: summary.correlationId,
-        count: summary.count,
-        ...bounds,
-      });
-    }
-    if (this.#overflow > 0) {
-      this.emit(end, {
-        event: 'access.denied',
-        outcome: 'denied',
-        reason: 'overflow',
-        clientAddress: '*',
-        correlationId: '',
-        count: this.#overflow,
-        ...bounds,
-      });
-    }
+    this.emit(end, { windowStart: new Date(this.#windowStart).toISOString(), windowEnd: new Date(end).toISOString() }, this.#open.values(), this.#overflow);
     this.#open = new Map();
     this.#overflow = 0;
     this.#windowStart = -1;
   }
+}
+
+interface OpenDenial {
+  reason: DenialReason;
+  source: string;
+  count: number;
+  correlationId: string;
+}
+
+interface OpenRefusal {
+  credential: string;
+  reason: CardRefusalReason;
+  route: string;
+  count: number;
+  cardIds: Set<string>;
+  correlationId: string;
+  clientAddress: string;
+}
+
+/** The id as a summary lists it: card numbers masked first (D58), then cut to the contract's longest id. */
+function listedCardId(cardId: string): string {
+  const masked = maskCardNumbers(cardId);
+  return masked.length > MAX_LISTED_CARD_ID_LENGTH ? `${masked.slice(0, MAX_LISTED_CARD_ID_LENGTH)}…` : masked;
 }
 
 /** Where audit lines go: a file (production), or memory (tests). */
@@ -159,7 +207,8 @@ interface LineSink {
 
 /** The audit trail (D21): immediate lines for events, per-minute summaries for refusals. */
 export class AuditTrail implements AuditSink {
-  readonly #summaries: DenialSummaries;
+  readonly #denials: MinuteSummaries<OpenDenial>;
+  readonly #refusals: MinuteSummaries<OpenRefusal>;
   readonly #timer: NodeJS.Timeout;
 
   constructor(
@@ -167,9 +216,25 @@ export class AuditTrail implements AuditSink {
     protected readonly clock: Clock,
     options: { maxDenialLinesPerMinute?: number } = {},
   ) {
-    this.#summaries = new DenialSummaries(clock, options.maxDenialLinesPerMinute ?? 1000, (time, summary) => this.sink.append(line(time, summary)));
+    const maxLines = options.maxDenialLinesPerMinute ?? 1000;
+    const write = (time: number, summary: DenialSummary) => this.sink.append(line(time, summary));
+    this.#denials = new MinuteSummaries<OpenDenial>(clock, maxLines, (end, bounds, entries, overflow) => {
+      for (const { reason, source, count, correlationId } of entries)
+        write(end, { event: 'access.denied', outcome: 'denied', reason, clientAddress: source, correlationId, count, ...bounds });
+      if (overflow > 0)
+        write(end, { event: 'access.denied', outcome: 'denied', reason: 'overflow', clientAddress: '*', correlationId: '', count: overflow, ...bounds });
+    });
+    this.#refusals = new MinuteSummaries<OpenRefusal>(clock, maxLines, (end, bounds, entries, overflow) => {
+      for (const entry of entries) {
+        const { credential, reason, route, count, correlationId, clientAddress } = entry;
+        const cardIds = entry.cardIds.size > 0 ? [...entry.cardIds] : undefined;
+        write(end, { event: 'card.refused', outcome: 'denied', credential, reason, route, cardIds, clientAddress, correlationId, count, ...bounds });
+      }
+      if (overflow > 0)
+        write(end, { event: 'card.refused', outcome: 'denied', reason: 'overflow', clientAddress: '*', correlationId: '', count: overflow, ...bounds });
+    });
     // Windows close on the injected clock; checking every second keeps summaries at most a second late.
-    this.#timer = setInterval(() => this.#summaries.flush(false), 1000);
+    this.#timer = setInterval(() => this.flushDenials(false), 1000);
     this.#timer.unref();
   }
 
@@ -182,11 +247,29 @@ export class AuditTrail implements AuditSink {
   }
 
   deny(reason: DenialReason, clientAddress: string, correlationId: string): void {
-    this.#summaries.add(reason, clientAddress, correlationId);
+    const source = addressBucket(clientAddress);
+    this.#denials.add(`${reason} ${source}`, () => ({ reason, source, count: 1, correlationId }));
+  }
+
+  refuse(refusal: CardRefusal): void {
+    const { credential, reason, route, cardId, correlationId, clientAddress } = refusal;
+    const note = (entry: OpenRefusal) => {
+      if (cardId !== undefined && entry.cardIds.size < MAX_LISTED_CARD_IDS) entry.cardIds.add(listedCardId(cardId));
+    };
+    this.#refusals.add(
+      `${credential} ${reason} ${route}`,
+      () => {
+        const entry: OpenRefusal = { credential, reason, route, count: 1, cardIds: new Set(), correlationId, clientAddress };
+        note(entry);
+        return entry;
+      },
+      note,
+    );
   }
 
   flushDenials(all = true): void {
-    this.#summaries.flush(all);
+    this.#denials.flush(all);
+    this.#refusals.flush(all);
   }
 
   reopen(): Promise<void> {
@@ -195,7 +278,7 @@ export class AuditTrail implements AuditSink {
 
   async close(): Promise<void> {
     clearInterval(this.#timer);
-    this.#summaries.flush(true);
+    this.flushDenials(true);
     await this.sink.close();
   }
 }

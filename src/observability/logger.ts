@@ -2,6 +2,8 @@ import { fstatSync, mkdirSync, openSync, write } from 'node:fs';
 import { Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { maskCardNumbers } from '../foundation/card-number-detector.js';
+import { maskedForLine } from './line-masking.js';
 
 /**
  * Paths pino blanks out before a line is written. The gateway never logs bodies or URLs with
@@ -202,6 +204,12 @@ function fdSink(fd: number): Sink {
   };
 }
 
+/**
+ * The service's logger. Every line's fields and message pass the card-number detector (D58,
+ * line-masking.ts) before redaction and serialization: a card number written into any logged
+ * text, metadata or error message is masked to its last four digits. Lines are few (none per
+ * request at info), and a field without 12 digit-like characters costs one short loop.
+ */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
@@ -209,7 +217,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-      formatters: { level: (label) => ({ level: label }) },
+      formatters: { level: (label) => ({ level: label }), log: (object) => maskedForLine(object) as Record<string, unknown> },
+      serializers: { msg: (message: unknown) => (typeof message === 'string' ? maskCardNumbers(message) : message) },
     },
     destination,
   );

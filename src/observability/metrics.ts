@@ -81,8 +81,8 @@ export class GatewayMetrics {
   readonly cardReveals: Counter;
   readonly idempotencyConflicts: Counter;
   readonly idempotencyPayloadMismatches: Counter;
-  readonly connectorDuration: Histogram<'outcome'>;
-  readonly connectorErrors: Counter<'kind'>;
+  readonly connectorDuration: Histogram<'outcome' | 'operation'>;
+  readonly connectorErrors: Counter<'kind' | 'operation'>;
   readonly connectorCallDuration: Histogram<'operation'>;
   readonly connectorForeignRecords: Counter<'operation'>;
   readonly cardOperations: Counter<'operation' | 'outcome'>;
@@ -169,18 +169,20 @@ export class GatewayMetrics {
     );
     this.connectorDuration = new Histogram({
       name: 'gateway_connector_request_duration_seconds',
-      help: 'Time spent waiting for the processor-connector, by outcome.',
-      labelNames: ['outcome'],
+      help: 'Time spent waiting for the processor-connector, by call (create, get, list, status) and outcome (ok, or the failure kind).',
+      labelNames: ['outcome', 'operation'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 7.5, 10],
       registers,
     });
-    for (const outcome of KNOWN.connectorOutcomes) this.connectorDuration.zero({ outcome });
-    this.connectorErrors = counter(
-      'gateway_connector_errors_total',
-      `Failed forwards to the connector, by kind (${KNOWN.connectorErrors.join(', ')}).`,
-      ['kind'],
-      KNOWN.connectorErrors,
-    );
+    for (const outcome of KNOWN.connectorOutcomes) this.connectorDuration.zero({ outcome, operation: 'create' });
+    for (const operation of KNOWN.connectorOperations) this.connectorDuration.zero({ outcome: 'ok', operation });
+    this.connectorErrors = new Counter({
+      name: 'gateway_connector_errors_total',
+      help: `Connector calls that failed, by call (${KNOWN.connectorOperations.join(', ')}) and kind (${KNOWN.connectorErrors.join(', ')}); a 4xx about a card id is not found, not a failure (D60).`,
+      labelNames: ['kind', 'operation'],
+      registers,
+    });
+    for (const operation of KNOWN.connectorOperations) for (const kind of KNOWN.connectorErrors) this.connectorErrors.inc({ kind, operation }, 0);
     this.connectorCallDuration = new Histogram({
       name: 'gateway_connector_call_duration_seconds',
       help: 'Time spent waiting for the processor-connector, by call: create, get, list, status (D48).',

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../foundation/error-catalogue.js';
-import type { AuditSink, DenialReason } from './audit.js';
+import type { AuditSink, CardRefusalReason, DenialReason } from './audit.js';
 import type { CardStatus } from '../foundation/card-status.js';
 import type { CardOperationName, CardOperationResult, ConnectorCallResult, ConnectorOperation, GatewayMetrics } from './metrics.js';
 
@@ -8,6 +8,8 @@ import type { CardOperationName, CardOperationResult, ConnectorCallResult, Conne
 export interface RequestContext {
   readonly correlationId: string;
   readonly clientAddress: string;
+  /** `METHOD /path/template` of the route, where an outcome names it (refusals of card routes, D60). */
+  readonly route?: string | undefined;
 }
 
 export type LoginFailure = 'unknown_username' | 'wrong_password' | 'inactive' | 'address';
@@ -65,15 +67,19 @@ export type Outcome =
   | { name: 'card.record_deferred'; cardId: string; reason: string }
   | { name: 'card.operation'; operation: CardOperationName; result: CardOperationResult }
   | {
-      name: 'card.status_changed';
+      /** A status change the connector answered (D57): `changed` false when the card already had `to`. */
+      name: 'card.status_change';
       credential: string;
       cardId: string;
       from: CardStatus;
       to: CardStatus;
-      /** The client's reason, already masked of anything shaped like a card number. */
+      changed: boolean;
+      /** The client's reason (one holding a card number was refused; the audit line masks any anyway, D58). */
       reason: string | undefined;
     }
   | { name: 'card.rate_limited'; credential: string; limiter: 'card_read' | 'card_status' }
+  /** A card route refused an authenticated credential (D60): audited in per-credential, per-minute summaries. */
+  | { name: 'card.refused'; credential: string; reason: CardRefusalReason; cardId: string | undefined }
   | { name: 'card.foreign_record'; operation: Exclude<ConnectorOperation, 'create'>; cardId: string; expectedAccount: string; namedAccount: string }
   | { name: 'config.reloaded' }
   | { name: 'config.reload_failed' }
@@ -93,22 +99,24 @@ export interface Outcomes {
 }
 
 /**
- * The connector metrics' label objects, one pair per result, made once: the call every card
- * makes allocates none (prom-client only reads them).
+ * The connector metrics' label objects, one set per call and result, made once: the call every
+ * card makes allocates none (prom-client only reads them).
  */
-const CONNECTOR_LABELS = new Map<ConnectorCallResult, { duration: { outcome: ConnectorCallResult }; error: { kind: ConnectorCallResult } }>();
-function connectorLabels(result: ConnectorCallResult): { duration: { outcome: ConnectorCallResult }; error: { kind: ConnectorCallResult } } {
-  let labels = CONNECTOR_LABELS.get(result);
-  if (labels === undefined) CONNECTOR_LABELS.set(result, (labels = { duration: { outcome: result }, error: { kind: result } }));
+interface ConnectorLabels {
+  duration: { outcome: ConnectorCallResult; operation: ConnectorOperation };
+  error: { kind: ConnectorCallResult; operation: ConnectorOperation };
+  call: { operation: ConnectorOperation };
+}
+const CONNECTOR_LABELS = new Map<string, ConnectorLabels>();
+function connectorLabels(result: ConnectorCallResult, operation: ConnectorOperation): ConnectorLabels {
+  const key = `${operation} ${result}`;
+  let labels = CONNECTOR_LABELS.get(key);
+  if (labels === undefined) {
+    labels = { duration: { outcome: result, operation }, error: { kind: result, operation }, call: { operation } };
+    CONNECTOR_LABELS.set(key, labels);
+  }
   return labels;
 }
-
-const OPERATION_LABELS: Record<ConnectorOperation, { operation: ConnectorOperation }> = {
-  create: { operation: 'create' },
-  get: { operation: 'get' },
-  list: { operation: 'list' },
-  status: { operation: 'status' },
-};
 
 export class OutcomeRecorder implements Outcomes {
   constructor(
@@ -260,22 +268,37 @@ export class OutcomeRecorder implements Outcomes {
       case 'card.operation':
         metrics.cardOperations.inc({ operation: outcome.operation, outcome: outcome.result });
         return;
-      case 'card.status_changed':
-        metrics.cardOperations.inc({ operation: 'status_change', outcome: 'changed' });
+      case 'card.status_change':
+        // D56, D57: a request that changed nothing is audited too, under its own name.
+        metrics.cardOperations.inc({ operation: 'status_change', outcome: outcome.changed ? 'changed' : 'unchanged' });
         audit.record({
           ...base,
-          event: 'card.status_changed',
+          event: outcome.changed ? 'card.status_changed' : 'card.status_change_requested',
           outcome: 'success',
           credential: outcome.credential,
           cardId: outcome.cardId,
           from: outcome.from,
           to: outcome.to,
+          changed: outcome.changed,
           reason: outcome.reason,
         });
         return;
       case 'card.rate_limited':
         metrics.rateLimited.inc({ limiter: outcome.limiter });
         audit.record({ ...base, event: 'card.rate_limited', outcome: 'denied', credential: outcome.credential, reason: 'rate_limit' });
+        return;
+      case 'card.refused':
+        // Counted where the refusal's own metric is (card operations, access denied); audited in
+        // summaries with the id as the client sent it, so probing leaves a trail (D60).
+        if (outcome.reason === 'permission_denied') metrics.accessDenied.inc({ reason: 'permission_denied' });
+        audit.refuse({
+          credential: outcome.credential,
+          reason: outcome.reason,
+          route: context.route ?? 'unknown',
+          cardId: outcome.cardId,
+          correlationId: context.correlationId,
+          clientAddress: context.clientAddress,
+        });
         return;
       case 'card.foreign_record':
         // A connector bug that would show one account's card to another: answered as not found,
@@ -307,9 +330,11 @@ export class OutcomeRecorder implements Outcomes {
   }
 
   connectorCalled(result: ConnectorCallResult, seconds: number, operation: ConnectorOperation = 'create'): void {
-    const labels = connectorLabels(result);
+    const labels = connectorLabels(result, operation);
     this.metrics.connectorDuration.observe(labels.duration, seconds);
-    this.metrics.connectorCallDuration.observe(OPERATION_LABELS[operation], seconds);
+    this.metrics.connectorCallDuration.observe(labels.call, seconds);
+    // The alerts divide these by the calls, per operation (D60). A connector's "not found" is an
+    // answer (ok), whatever 4xx said it.
     if (result !== 'ok') this.metrics.connectorErrors.inc(labels.error);
   }
 }

@@ -67,6 +67,8 @@ describe('sessions end with their credential, on every replica (D41)', () => {
     const overrides: RawConfig = { rateLimits: RELAXED_LIMITS, ...extra };
     const shared = await createTestRedisStore('sessions-end');
     closers.push(() => shared.cleanup());
+    /** Loses the stored not-before instants, as a restore from an older backup or a failover would. */
+    const loseNotBefore = async () => expect(await shared.client.del(`${shared.prefix}cred-not-before`)).toBe(1);
     const clock = new ManualClock(T0);
     /** A replica as a process would be: its own Redis client, the config of its start. */
     const start = async (credentialsNow: TestCredential[]) => {
@@ -83,7 +85,7 @@ describe('sessions end with their credential, on every replica (D41)', () => {
       return { gw, stop };
     };
     const reload = async (gw: TestGateway, credentialsNow: TestCredential[]) => gw.gateway.reload(await testConfig(overrides, credentialsNow));
-    return { clock, start, reload };
+    return { clock, start, reload, loseNotBefore };
   }
 
   /** Every earlier session is dead on `gw`: its access token, and its refresh token presented with a fresh bearer. */
@@ -170,6 +172,40 @@ describe('sessions end with their credential, on every replica (D41)', () => {
       expect((await getWhoami(gw, fresh.accessToken)).statusCode).toBe(200);
       await expectEnded(gw, [before], fresh.accessToken);
     }
+  });
+
+  it('a lost not-before record is written back by a replica that holds it at its next sync, before a restarted replica accepts revoked tokens (D61)', async () => {
+    const { clock, start, reload, loseNotBefore } = await replicas();
+    const a = await start(credentials(true));
+    const b = await start(credentials(true));
+    const revoked = await login(a.gw);
+    clock.advance(MINUTE);
+    await reload(a.gw, credentials(false));
+    await reload(b.gw, credentials(false));
+    clock.advance(MINUTE);
+    await reload(a.gw, credentials(true));
+    await reload(b.gw, credentials(true));
+    const fresh = await login(b.gw);
+    await expectEnded(b.gw, [revoked], fresh.accessToken);
+
+    // The store loses the record; A is restarted and reads nothing.
+    await loseNotBefore();
+    await a.stop();
+    const c = await start(credentials(true));
+    // What the review found: a replica started after the loss takes the revoked token back.
+    expect((await getWhoami(c.gw, revoked.accessToken)).statusCode).toBe(200);
+
+    // B's next sync (the one its timer runs; a reload runs the same) writes back what it holds...
+    await reload(b.gw, credentials(true));
+    // ...and C's next sync reads it: the revoked sessions are dead there too, the new one lives.
+    await reload(c.gw, credentials(true));
+    await expectEnded(c.gw, [revoked], fresh.accessToken);
+    expect((await getWhoami(c.gw, fresh.accessToken)).statusCode).toBe(200);
+    const lines = b.gw.logs.lines.filter((line) => line.includes('written back from this replica'));
+    expect(lines.map((line) => (JSON.parse(line) as { credential: string }).credential)).toEqual(['cred-full']);
+    // Raise only: a sync with nothing lost writes nothing back.
+    await reload(b.gw, credentials(true));
+    expect(b.gw.logs.lines.filter((line) => line.includes('written back from this replica'))).toHaveLength(1);
   });
 
   it('ends a session refreshed every 4 minutes at login + sessionMaxAgeHours, across both replicas; refreshTokenExpiresAt never passes it', async () => {

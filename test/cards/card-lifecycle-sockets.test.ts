@@ -206,3 +206,66 @@ describe('two replicas, one Redis, the sandbox connector as its own process', ()
     }
   });
 });
+
+describe('issue 31 over the wire: status changes and list bounds', () => {
+  it('a credential with cards:update alone gets the id and the statuses, nothing it may not read (D56)', async () => {
+    const cardId = await createThrough(a, await mintToken(a.gw, 'life'));
+    const updater = await mintToken(b.gw, 'updater');
+    const frozen = await call(b, updater, 'PATCH', `${CARDS}/${cardId}`, { status: 'inactive', reason: 'lost' });
+    expect(frozen.status, frozen.body).toBe(200);
+    expect(json(frozen)).toEqual({ cardId, status: 'inactive', previousStatus: 'active' });
+    expect(frozen.body).not.toMatch(/pan|metadata|cardLimit/);
+    const whole = await call(a, await mintToken(a.gw, 'life'), 'PATCH', `${CARDS}/${cardId}`, { status: 'inactive' });
+    expect(json(whole)).toMatchObject({
+      cardId,
+      status: 'inactive',
+      previousStatus: 'inactive',
+      pan: expect.stringMatching(/^\*+\d{4}$/) as unknown as string,
+    });
+  });
+
+  it('two concurrent cancels on two replicas: one connector call each, nothing read first, audited once changed and once not (D57)', async () => {
+    const [tokenA, tokenB] = [await mintToken(a.gw, 'life'), await mintToken(b.gw, 'peer')];
+    const cards: string[] = [];
+    for (let i = 0; i < 8; i += 1) cards.push(await createThrough(a, tokenA));
+    for (const cardId of cards) {
+      const answers = await Promise.all([
+        call(a, tokenA, 'PATCH', `${CARDS}/${cardId}`, { status: 'canceled', reason: 'race A' }),
+        call(b, tokenB, 'PATCH', `${CARDS}/${cardId}`, { status: 'canceled', reason: 'race B' }),
+      ]);
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+      expect(answers.map((answer) => json<{ previousStatus: string }>(answer).previousStatus).sort()).toEqual(['active', 'canceled']);
+    }
+    const received = (await realRequest(`http://127.0.0.1:${connectorPort}/__control/stats`, { method: 'GET' })).body;
+    const urls = (JSON.parse(received) as { received: { method: string; url: string }[] }).received;
+    for (const cardId of cards) {
+      expect(urls.filter((request) => request.method === 'POST' && request.url === `/v1/cards/${cardId}/status`)).toHaveLength(2);
+      expect(urls.filter((request) => request.method === 'GET' && request.url.startsWith(`/v1/cards/${cardId}?`))).toEqual([]);
+      const audited = [...a.gw.audit.events(), ...b.gw.audit.events()].filter(
+        (event) => event.cardId === cardId && String(event.event).startsWith('card.status_change'),
+      );
+      expect(audited.map((event) => [event.event, event.from, event.to, event.changed]).sort()).toEqual([
+        ['card.status_change_requested', 'canceled', 'canceled', false],
+        ['card.status_changed', 'active', 'canceled', true],
+      ]);
+    }
+  });
+
+  it('createdAfter and createdBefore are inclusive through the gateway and the sandbox connector, to the millisecond (D61)', async () => {
+    const token = await mintToken(a.gw, 'life');
+    const cardId = await createThrough(a, token);
+    const createdAt = json<{ createdAt: string }>(await call(a, token, 'GET', `${CARDS}/${cardId}`)).createdAt;
+    const shifted = (ms: number) => encodeURIComponent(new Date(Date.parse(createdAt) + ms).toISOString());
+    const at = encodeURIComponent(createdAt);
+    const listed = async (query: string) => {
+      const response = await call(b, token, 'GET', `${CARDS}?limit=100&${query}`);
+      expect(response.status, response.body).toBe(200);
+      return json<{ data: { cardId: string }[] }>(response).data.some((card) => card.cardId === cardId);
+    };
+    expect(await listed(`createdAfter=${at}&createdBefore=${at}`)).toBe(true);
+    expect(await listed(`createdAfter=${at}`)).toBe(true);
+    expect(await listed(`createdBefore=${at}`)).toBe(true);
+    expect(await listed(`createdAfter=${shifted(1)}`)).toBe(false);
+    expect(await listed(`createdBefore=${shifted(-1)}`)).toBe(false);
+  });
+});

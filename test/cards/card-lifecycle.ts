@@ -58,7 +58,7 @@ export function cardLifecycleSuite(name: string, makeStore: (clock: ManualClock 
         expect((await f.patch(life, cardId, { status: 'inactive' })).statusCode).toBe(200);
         expect((await f.get(await f.token('reader'), cardId)).json<{ status: string }>().status).toBe('inactive');
         expect(await metricValue(f.gw, 'gateway_card_operations_total', { operation: 'read', outcome: 'ok' })).toBe(2);
-        expect(await metricValue(f.gw, 'gateway_connector_call_duration_seconds_count', { operation: 'get' })).toBe(3);
+        expect(await metricValue(f.gw, 'gateway_connector_call_duration_seconds_count', { operation: 'get' })).toBe(2);
         expect(await metricValue(f.gw, 'gateway_connector_call_duration_seconds_count', { operation: 'status' })).toBe(1);
       });
 
@@ -141,8 +141,8 @@ export function cardLifecycleSuite(name: string, makeStore: (clock: ManualClock 
           expectContractError(await f.get(life, cardId), 404, 'card_not_found', 'Card not found');
           expectContractError(await f.patch(life, cardId, { status: 'inactive' }), 404, 'card_not_found', 'Card not found');
         }
-        expect(f.connector.calls.get.map((call) => call.cardId)).toEqual(['card_unknown', 'card_unknown', foreign, foreign]);
-        expect(f.connector.calls.status).toEqual([]);
+        expect(f.connector.calls.get.map((call) => call.cardId)).toEqual(['card_unknown', foreign]);
+        expect(f.connector.calls.status.map((call) => call.cardId)).toEqual(['card_unknown', foreign]);
         expect(await metricValue(f.gw, 'gateway_card_operations_total', { operation: 'read', outcome: 'card_not_found' })).toBe(5);
       });
 
@@ -270,32 +270,99 @@ export function cardLifecycleSuite(name: string, makeStore: (clock: ManualClock 
           ['active', 'canceled'],
         ];
         for (const [from, to] of steps) {
-          const response = await f.patch(life, cardId, { status: to, reason: `card 4111 1111 1111 1111 ${to}` });
+          const response = await f.patch(life, cardId, { status: to, reason: `trip 4711 over, ${to}` });
           expect(response.statusCode, response.body).toBe(200);
           expect(response.json<{ status: string; pan: string }>()).toMatchObject({ status: to, pan: expect.stringMatching(MASKED_PAN) });
           const events = auditEvents(f).filter((event) => event['correlationId'] === response.headers['x-correlation-id']);
           expect(events).toEqual([
-            expect.objectContaining({ event: 'card.status_changed', credential: 'cred-life', cardId, from, to, reason: `card **** **** **** 1111 ${to}` }),
+            expect.objectContaining({ event: 'card.status_changed', credential: 'cred-life', cardId, from, to, reason: `trip 4711 over, ${to}` }),
           ]);
         }
         expect(await metricValue(f.gw, 'gateway_card_operations_total', { operation: 'status_change', outcome: 'changed' })).toBe(3);
       });
 
-      it('the same status is 200 with nothing changed or audited (a canceled card included); any change of a canceled card is 409', async () => {
+      it('the same status is 200 with nothing changed, audited as card.status_change_requested (a canceled card included); any change of a canceled card is 409', async () => {
         const f = await open();
         const life = await f.token('life');
         const cardId = await f.create(life);
-        const same = await f.patch(life, cardId, { status: 'active' });
+        const same = await f.patch(life, cardId, { status: 'active', reason: 'just checking' });
         expect(same.statusCode).toBe(200);
-        expect(f.connector.calls.status).toEqual([]);
-        expect(auditEvents(f).filter((event) => event['event'] === 'card.status_changed')).toEqual([]);
-        expect((await f.patch(life, cardId, { status: 'canceled' })).statusCode).toBe(200);
-        expect((await f.patch(life, cardId, { status: 'canceled' })).json<{ status: string }>().status).toBe('canceled');
+        expect(same.json()).toMatchObject({ cardId, status: 'active', previousStatus: 'active' });
+        expect(auditEvents(f).filter((event) => event['correlationId'] === same.headers['x-correlation-id'])).toEqual([
+          expect.objectContaining({
+            event: 'card.status_change_requested',
+            credential: 'cred-life',
+            cardId,
+            from: 'active',
+            to: 'active',
+            changed: false,
+            reason: 'just checking',
+          }),
+        ]);
+        expect((await f.patch(life, cardId, { status: 'canceled' })).json()).toMatchObject({ status: 'canceled', previousStatus: 'active' });
+        const again = await f.patch(life, cardId, { status: 'canceled' });
+        expect(again.json()).toMatchObject({ status: 'canceled', previousStatus: 'canceled' });
+        expect(auditEvents(f).filter((event) => event['correlationId'] === again.headers['x-correlation-id'])).toEqual([
+          expect.objectContaining({ event: 'card.status_change_requested', from: 'canceled', to: 'canceled', changed: false }),
+        ]);
         for (const status of ['active', 'inactive']) {
           const refused = expectContractError(await f.patch(life, cardId, { status }), 409, 'card_canceled', 'The card is canceled; its status cannot change');
           expect(refused.retryAfter).toBeUndefined();
         }
-        expect(f.connector.calls.status).toHaveLength(1);
+        // One connector call per request, nothing read before it (D57).
+        expect(f.connector.calls.status).toHaveLength(5);
+        expect(f.connector.calls.get).toEqual([]);
+        expect(await metricValue(f.gw, 'gateway_card_operations_total', { operation: 'status_change', outcome: 'unchanged' })).toBe(2);
+        expect(await metricValue(f.gw, 'gateway_card_operations_total', { operation: 'status_change', outcome: 'changed' })).toBe(1);
+      });
+
+      it('answers the whole masked card only to a credential that also holds cards:read; to cards:update alone the id and the statuses (D56)', async () => {
+        const f = await open();
+        const cardId = await f.create(await f.token('life'), validCardBody({ metadata: { card_name: 'Secret trip' } }));
+        const updater = await f.token('updater');
+        for (const [status, previousStatus] of [
+          ['active', 'active'],
+          ['inactive', 'active'],
+          ['inactive', 'inactive'],
+        ] as const) {
+          const brief = await f.patch(updater, cardId, { status });
+          expect(brief.statusCode, brief.body).toBe(200);
+          // Exactly these members: no PAN, no metadata, no limits of a card it may not read.
+          expect(brief.json()).toEqual({ cardId, status, previousStatus });
+        }
+        const whole = await f.patch(await f.token('life'), cardId, { status: 'active' });
+        expect(whole.json<Record<string, unknown>>()).toMatchObject({
+          cardId,
+          status: 'active',
+          previousStatus: 'inactive',
+          metadata: { card_name: 'Secret trip' },
+          pan: expect.stringMatching(MASKED_PAN) as unknown as string,
+          cvc: '***',
+        });
+        // Every request of the updater was audited, the one that changed nothing too.
+        const events = auditEvents(f)
+          .filter((event) => event['credential'] === 'cred-updater')
+          .map((event) => [event['event'], event['changed']]);
+        expect(events).toEqual([
+          ['card.status_change_requested', false],
+          ['card.status_changed', true],
+          ['card.status_change_requested', false],
+        ]);
+        expect(f.connector.calls.get).toEqual([]);
+      });
+
+      it('two concurrent cancels are audited as they happened: one changed, one not (D57)', async () => {
+        const f = await open();
+        const life = await f.token('life');
+        const cardId = await f.create(life);
+        const answers = await Promise.all([f.patch(life, cardId, { status: 'canceled' }), f.patch(await f.token('peer'), cardId, { status: 'canceled' })]);
+        expect(answers.map((answer) => answer.statusCode)).toEqual([200, 200]);
+        expect(answers.map((answer) => answer.json<{ previousStatus: string }>().previousStatus).sort()).toEqual(['active', 'canceled']);
+        const audited = auditEvents(f).filter((event) => String(event['event']).startsWith('card.status_change'));
+        expect(audited.map((event) => [event['from'], event['to'], event['changed']]).sort()).toEqual([
+          ['active', 'canceled', true],
+          ['canceled', 'canceled', false],
+        ]);
       });
 
       it.each([
@@ -310,6 +377,32 @@ export function cardLifecycleSuite(name: string, makeStore: (clock: ManualClock 
         const cardId = await f.create(life);
         expectContractFieldError(await f.patch(life, cardId, body), path, message);
         expect(f.connector.calls.get).toEqual([]);
+      });
+
+      it.each([
+        ['spaces', 'card 4111 1111 1111 1111 shared'],
+        ['dots', 'card 4111.1111.1111.1111'],
+        ['no-break spaces', 'card 4111\u00a01111\u00a01111\u00a01111'],
+        ['thin spaces', 'card 4111\u20091111\u20091111\u20091111'],
+        ['tabs', 'card 4111\t1111\t1111\t1111'],
+        ['slashes', 'card 4111/1111/1111/1111'],
+        ['double spaces', 'card 4111  1111  1111  1111'],
+        ['underscores', 'card 4111_1111_1111_1111'],
+        ['full-width digits', 'card \uff14\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11'],
+        ['Arabic-Indic digits', 'card \u0664\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661'],
+        ['zero-width spaces', 'card 4111\u200b1111\u200b1111\u200b1111'],
+        ['12 digits', 'card 123456789015'],
+      ])('a reason holding a card number written with %s is 400 naming reason (D58), before the connector is asked', async (_name, reason) => {
+        const f = await open();
+        const life = await f.token('life');
+        const cardId = await f.create(life);
+        const refused = expectContractFieldError(await f.patch(life, cardId, { status: 'inactive', reason }), 'reason', 'looks like a card number');
+        expect(JSON.stringify(refused)).not.toContain('1111');
+        expect(f.connector.calls.status).toEqual([]);
+        expect(f.connector.calls.get).toEqual([]);
+        expect(auditEvents(f).filter((event) => String(event['event']).startsWith('card.status'))).toEqual([]);
+        // A reason with digits that are not a card number is taken.
+        expect((await f.patch(life, cardId, { status: 'inactive', reason: 'booking BK-20261122 room 4111' })).statusCode).toBe(200);
       });
 
       it('accepts a reason of exactly 200 characters', async () => {

@@ -18,18 +18,24 @@ afterAll(async () => {
 });
 
 const stats = () => connectorStats(fixture.connector);
-const deniedEvents = (correlationId: string | string[] | undefined) =>
-  fixture.gw.audit.lines
+/** The refusal summaries (D60) of the window that began with this request: flushed first, so the window is closed. */
+const deniedEvents = (correlationId: string | string[] | undefined) => {
+  fixture.gw.gateway.flushAudit();
+  return fixture.gw.audit.lines
     .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .filter((event) => event['event'] === 'access.denied' && event['correlationId'] === correlationId);
+    .filter((event) => event['event'] === 'card.refused' && event['correlationId'] === correlationId);
+};
 
 describe('403 without the needed permission (D13)', () => {
-  it('no-perms gets 403, audited, and the connector sees nothing', async () => {
+  it('no-perms gets 403, audited in the per-credential refusal summary (D60), and the connector sees nothing', async () => {
+    fixture.gw.gateway.flushAudit();
     const before = await stats();
     const response = await createCard(fixture.gw, await fixture.token('no-perms'), validCardBody());
     const body = expectError(response, 403, 'Permission cards:create is required');
     expect(body.details).toEqual({});
-    expect(deniedEvents(body.correlationId)).toEqual([expect.objectContaining({ credential: 'cred-none', reason: 'permission_denied', outcome: 'denied' })]);
+    expect(deniedEvents(body.correlationId)).toEqual([
+      expect.objectContaining({ credential: 'cred-none', reason: 'permission_denied', outcome: 'denied', route: 'POST /api/v1/issuing/cards', count: 1 }),
+    ]);
     const after = await stats();
     expect(after.requestsReceived).toBe(before.requestsReceived);
     expect(after.cardsCreated).toBe(before.cardsCreated);
@@ -41,6 +47,7 @@ describe('403 without the needed permission (D13)', () => {
 
   it('create-only with revealDetails=true gets 403 and no card is created, not even a reservation', async () => {
     const token = await fixture.token('create-only');
+    fixture.gw.gateway.flushAudit();
     const deniedBefore = await metricValue(fixture.gw, 'gateway_access_denied_total', { reason: 'permission_denied' });
     const before = await stats();
     const body = validCardBody();

@@ -146,7 +146,7 @@ describe('connector client: refused answers and failures', () => {
     expect((await client.listCards({ issuingAccount: 'acct-shape', limit: 10 }, meta)).data).toHaveLength(2);
   });
 
-  it('refuses a page longer than the limit asked for, a record of another card, and a 200 status change that did not change', async () => {
+  it('refuses a page longer than the limit asked for, a record of another card, and a status answer that did not change, or says so inconsistently (D57)', async () => {
     // Mistakes the sandbox never makes: a plain server answers them, each a valid record otherwise.
     const record = { ...(await sandbox.seed('acct-stub')), issuingAccount: 'acct-stub', requestedCardLimit: 1000, metadata: {} };
     const answers = new Map<string, unknown>([
@@ -154,7 +154,9 @@ describe('connector client: refused answers and failures', () => {
       ['/v1/cards?issuingAccount=acct-stub&limit=2', { data: [record, { ...record, cardId: 'card_2' }], nextCursor: null }],
       [`/v1/cards/card_other?issuingAccount=acct-stub`, record],
       [`/v1/cards/${record.cardId}?issuingAccount=acct-stub`, record],
-      [`/v1/cards/${record.cardId}/status`, record],
+      [`/v1/cards/${record.cardId}/status`, { ...record, previousStatus: 'active', changed: false }],
+      [`/v1/cards/card_inconsistent/status`, { ...record, cardId: 'card_inconsistent', previousStatus: 'inactive', changed: false }],
+      [`/v1/cards/card_silent/status`, { ...record, cardId: 'card_silent' }],
     ]);
     const server = createServer((request, response) => {
       request.resume();
@@ -175,15 +177,23 @@ describe('connector client: refused answers and failures', () => {
       await expectConnectorFailure(stub.listCards({ issuingAccount: 'acct-stub', limit: 1 }, meta), 'invalid_answer');
       expect(await stub.getCard('acct-stub', record.cardId, meta)).toEqual(record);
       await expectConnectorFailure(stub.getCard('acct-stub', 'card_other', meta), 'invalid_answer');
-      expect(await stub.setCardStatus(record.cardId, { issuingAccount: 'acct-stub', status: 'active' }, meta)).toEqual({ outcome: 'updated', card: record });
+      expect(await stub.setCardStatus(record.cardId, { issuingAccount: 'acct-stub', status: 'active' }, meta)).toEqual({
+        outcome: 'updated',
+        card: record,
+        previousStatus: 'active',
+        changed: false,
+      });
+      // The card is not in the status asked for; changed contradicts previousStatus; neither is said.
       await expectConnectorFailure(stub.setCardStatus(record.cardId, { issuingAccount: 'acct-stub', status: 'inactive' }, meta), 'invalid_answer');
+      await expectConnectorFailure(stub.setCardStatus('card_inconsistent', { issuingAccount: 'acct-stub', status: 'active' }, meta), 'invalid_answer');
+      await expectConnectorFailure(stub.setCardStatus('card_silent', { issuingAccount: 'acct-stub', status: 'active' }, meta), 'invalid_answer');
     } finally {
       await stub.close();
       await new Promise((resolve) => server.close(resolve));
     }
   });
 
-  it('a non-2xx is status (a 409 without code card_canceled included), 404 and the canceled 409 are answers', async () => {
+  it('a 5xx, and a 4xx that refuses the gateway, are status failures; a 4xx about the card id is not found (D60); the canceled 409 is an answer', async () => {
     const card = await sandbox.seed('acct-fail');
     await sandbox.mode({ mode: 'fail', status: 500, count: 3 });
     expect((await expectConnectorFailure(client.getCard('acct-fail', card.cardId, meta), 'status')).message).toBe('connector status 500');
@@ -193,8 +203,21 @@ describe('connector client: refused answers and failures', () => {
     await expectConnectorFailure(client.setCardStatus(card.cardId, { issuingAccount: 'acct-fail', status: 'active' }, meta), 'status');
     await sandbox.mode({ mode: 'fail', status: 404, count: 1 });
     await expectConnectorFailure(client.listCards({ issuingAccount: 'acct-fail', limit: 1 }, meta), 'status');
-    await sandbox.mode({ mode: 'fail', status: 400, count: 1 });
-    await expectConnectorFailure(client.getCard('acct-fail', card.cardId, meta), 'status');
+    for (const status of [400, 404, 410, 414, 422]) {
+      await sandbox.mode({ mode: 'fail', status, count: 2 });
+      expect(await client.getCard('acct-fail', card.cardId, meta)).toBeNull();
+      expect(await client.setCardStatus(card.cardId, { issuingAccount: 'acct-fail', status: 'inactive' }, meta)).toEqual({ outcome: 'not_found' });
+    }
+    for (const status of [401, 403, 429]) {
+      await sandbox.mode({ mode: 'fail', status, count: 2 });
+      await expectConnectorFailure(client.getCard('acct-fail', card.cardId, meta), 'status');
+      await expectConnectorFailure(client.setCardStatus(card.cardId, { issuingAccount: 'acct-fail', status: 'inactive' }, meta), 'status');
+    }
+    // The sandbox's router takes every id the contract allows (128 characters): unknown, not a failure.
+    for (const cardId of ['c'.repeat(101), 'c'.repeat(128)]) {
+      expect(await client.getCard('acct-fail', cardId, meta)).toBeNull();
+      expect(await client.setCardStatus(cardId, { issuingAccount: 'acct-fail', status: 'inactive' }, meta)).toEqual({ outcome: 'not_found' });
+    }
   });
 
   it('reset and partial are reset; a refused connection is refused', async () => {

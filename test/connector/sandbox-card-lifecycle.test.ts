@@ -126,7 +126,7 @@ describe('sandbox: listing cards', () => {
     }
   });
 
-  it('filters by status and by creation instant, both bounds exclusive, to the millisecond', async () => {
+  it('filters by status and by creation instant, both bounds inclusive (D61), to the millisecond', async () => {
     const s = sandbox();
     s.clock.ms = Date.parse('2026-03-01T10:00:00.000Z');
     const early = await s.create('acct-a');
@@ -140,13 +140,16 @@ describe('sandbox: listing cards', () => {
     expect(await listed('status=inactive')).toEqual([middle.cardId]);
     expect(await listed('status=active')).toEqual([late.cardId, early.cardId]);
     expect(await listed('status=canceled')).toEqual([]);
-    expect(await listed('createdAfter=2026-03-01T10:00:00.000Z')).toEqual([late.cardId, middle.cardId]);
-    expect(await listed('createdAfter=2026-03-01T09:59:59.999Z')).toEqual([late.cardId, middle.cardId, early.cardId]);
-    expect(await listed('createdBefore=2026-03-01T10:00:00.002Z')).toEqual([middle.cardId, early.cardId]);
-    expect(await listed('createdBefore=2026-03-01T10:00:00.0020001Z')).toEqual([late.cardId, middle.cardId, early.cardId]);
-    expect(await listed('createdAfter=2026-03-01T10:00:00.000Z&createdBefore=2026-03-01T10:00:00.002Z')).toEqual([middle.cardId]);
-    expect(await listed('createdAfter=2026-03-01T10:00:00.001Z&createdBefore=2026-03-01T10:00:00.001Z')).toEqual([]);
-    expect(await listed('createdAfter=2026-03-01T10:00:00Z&status=active')).toEqual([late.cardId]);
+    // A card created at the bound itself is listed; one a millisecond outside is not.
+    expect(await listed('createdAfter=2026-03-01T10:00:00.001Z')).toEqual([late.cardId, middle.cardId]);
+    expect(await listed('createdAfter=2026-03-01T10:00:00.000Z')).toEqual([late.cardId, middle.cardId, early.cardId]);
+    expect(await listed('createdAfter=2026-03-01T10:00:00.0010001Z')).toEqual([late.cardId]);
+    expect(await listed('createdBefore=2026-03-01T10:00:00.001Z')).toEqual([middle.cardId, early.cardId]);
+    expect(await listed('createdBefore=2026-03-01T10:00:00.0019999Z')).toEqual([middle.cardId, early.cardId]);
+    expect(await listed('createdBefore=2026-03-01T10:00:00.002Z')).toEqual([late.cardId, middle.cardId, early.cardId]);
+    expect(await listed('createdAfter=2026-03-01T10:00:00.001Z&createdBefore=2026-03-01T10:00:00.001Z')).toEqual([middle.cardId]);
+    expect(await listed('createdAfter=2026-03-01T10:00:00.000Z&createdBefore=2026-03-01T10:00:00.002Z')).toEqual([late.cardId, middle.cardId, early.cardId]);
+    expect(await listed('createdAfter=2026-03-01T10:00:00Z&status=active')).toEqual([late.cardId, early.cardId]);
   });
 
   it('refuses a bad status, a bad instant, reversed bounds, a foreign cursor and unknown parameters with 400', async () => {
@@ -176,12 +179,18 @@ describe('sandbox: changing a card’s status', () => {
     const card = await s.create('acct-a');
     const change = async (status: string) => s.setStatus(card.cardId, { issuingAccount: 'acct-a', status, reason: 'test' });
     const frozen = await change('inactive');
-    expect([frozen.statusCode, frozen.json()]).toEqual([200, { ...card, status: 'inactive' }]);
-    expect((await change('inactive')).json<ConnectorCardRecord>().status).toBe('inactive');
-    expect((await change('active')).json<ConnectorCardRecord>().status).toBe('active');
-    expect((await change('canceled')).json<ConnectorCardRecord>().status).toBe('canceled');
+    expect([frozen.statusCode, frozen.json()]).toEqual([200, { ...card, status: 'inactive', previousStatus: 'active', changed: true }]);
+    // D57: each answer says what the card was before this call and whether the call changed it.
+    const answered = async (status: string) => {
+      const { previousStatus, changed, status: now } = (await change(status)).json<ConnectorCardRecord & { previousStatus: string; changed: boolean }>();
+      return [previousStatus, now, changed];
+    };
+    expect(await answered('inactive')).toEqual(['inactive', 'inactive', false]);
+    expect(await answered('active')).toEqual(['inactive', 'active', true]);
+    expect(await answered('canceled')).toEqual(['active', 'canceled', true]);
     // A repeated cancel is a safe retry; any other change of a canceled card is refused.
-    expect([(await change('canceled')).statusCode, (await change('canceled')).json<ConnectorCardRecord>().status]).toEqual([200, 'canceled']);
+    expect((await change('canceled')).statusCode).toBe(200);
+    expect(await answered('canceled')).toEqual(['canceled', 'canceled', false]);
     for (const status of ['active', 'inactive']) {
       const refused = await change(status);
       expect(refused.statusCode).toBe(409);
@@ -195,6 +204,28 @@ describe('sandbox: changing a card’s status', () => {
     const card = await s.create('acct-a');
     await s.setStatus(card.cardId, { issuingAccount: 'acct-a', status: 'inactive' });
     expect((await s.setStatus(card.cardId, { issuingAccount: 'acct-a', status: 'canceled' })).json<ConnectorCardRecord>().status).toBe('canceled');
+  });
+
+  it('of two concurrent changes to one status, exactly one answers changed: true (D57)', async () => {
+    const s = sandbox();
+    const card = await s.create('acct-a');
+    const answers = await Promise.all(Array.from({ length: 4 }, () => s.setStatus(card.cardId, { issuingAccount: 'acct-a', status: 'canceled' })));
+    const results = answers.map((res) => res.json<{ previousStatus: string; changed: boolean }>());
+    expect(results.filter((result) => result.changed)).toEqual([expect.objectContaining({ previousStatus: 'active', changed: true })]);
+    expect(results.filter((result) => !result.changed)).toHaveLength(3);
+  });
+
+  it('routes card ids up to the contract’s 128 characters (the router’s default stopped at 100)', async () => {
+    const s = sandbox();
+    for (const length of [100, 101, 128]) {
+      const cardId = 'c'.repeat(length);
+      expect([(await s.get(cardId, 'issuingAccount=acct-a')).statusCode, (await s.get(cardId, 'issuingAccount=acct-a')).json()]).toEqual([
+        404,
+        { message: 'card not found' },
+      ]);
+      const res = await s.setStatus(cardId, { issuingAccount: 'acct-a', status: 'canceled' });
+      expect([res.statusCode, res.json()]).toEqual([404, { message: 'card not found' }]);
+    }
   });
 
   it('answers 404 for another account’s card and changes nothing', async () => {
@@ -281,7 +312,7 @@ describe('sandbox: lifecycle routes under the gateway secret and the fault modes
     const page = (await s.list('issuingAccount=acct-b')).json<ConnectorCardPage>();
     expect(page.data.map((card) => card.issuingAccount)).toEqual([FOREIGN_ACCOUNT]);
     const changed = await s.setStatus(theirs.cardId, { issuingAccount: 'acct-a', status: 'inactive' });
-    expect(changed.json<ConnectorCardRecord>()).toEqual({ ...theirs, status: 'inactive' });
+    expect(changed.json<ConnectorCardRecord>()).toEqual({ ...theirs, status: 'inactive', previousStatus: 'active', changed: true });
     await s.mode({ mode: 'normal' });
     expect((await s.get(theirs.cardId, 'issuingAccount=acct-a')).statusCode).toBe(404);
   });

@@ -72,7 +72,7 @@ describe('validation error bodies are capped (D29)', () => {
     );
   });
 
-  it('answers thousands of invalid allowedCategories items with a body smaller than the request', async () => {
+  it('answers thousands of invalid allowedCategories items with the one problem of the array, a body smaller than the request', async () => {
     const items = 7000;
     // Each item is invalid (not a string); the array is also longer than the 100 items D14 allows.
     const request = JSON.stringify({
@@ -83,13 +83,24 @@ describe('validation error bodies are capped (D29)', () => {
     });
     const answer = await post(request);
     const envelope = validationError(answer);
-    expect(envelope.details.fields).toHaveLength(MAX_FIELDS);
-    for (const field of envelope.details.fields ?? []) expect(field.path).toMatch(/^config\.allowedCategories/);
-    // Every item is a problem; the array's length may be one more.
-    expect(envelope.details.fieldsOmitted).toBeGreaterThanOrEqual(items - MAX_FIELDS);
-    expect(envelope.details.fieldsOmitted).toBeLessThanOrEqual(items + 1 - MAX_FIELDS);
+    // Issue 31: the reader refuses the array itself; validation never builds 7,000 problems.
+    expect(envelope.details.fields).toEqual([{ path: 'config.allowedCategories', message: 'must NOT have more than 100 items' }]);
+    expect(envelope.details.fieldsOmitted).toBeUndefined();
     expect(Buffer.byteLength(answer.body), `error body ${Buffer.byteLength(answer.body)} B for a ${Buffer.byteLength(request)} B request`).toBeLessThan(
       Buffer.byteLength(request),
     );
+  });
+
+  it('leaves an array up to 20 items past maxItems to validation, which lists its items too; one item more is the reader’s', async () => {
+    const body = (items: number) =>
+      JSON.stringify({ requestId: randomUUID(), cardLimit: 10_000, currency: 'EUR', config: { allowedCategories: Array.from({ length: items }, () => 0) } });
+    const inside = validationError(await post(body(120)));
+    // 120 items, every one a number: the array's length and 120 items, 20 listed.
+    expect(inside.details.fields).toHaveLength(MAX_FIELDS);
+    expect(inside.details.fields).toContainEqual({ path: 'config.allowedCategories', message: 'must NOT have more than 100 items' });
+    expect(inside.details.fields).toContainEqual({ path: 'config.allowedCategories[0]', message: 'must be string' });
+    expect(inside.details.fieldsOmitted).toBe(121 - MAX_FIELDS);
+    const outside = validationError(await post(body(121)));
+    expect(outside.details.fields).toEqual([{ path: 'config.allowedCategories', message: 'must NOT have more than 100 items' }]);
   });
 });

@@ -41,7 +41,7 @@ import {
 const PROMETHEUS_SERIES: ReadonlySet<string> = new Set(['up']);
 
 /** Label values the plan names for each labelled counter: exposed at 0 before their first event. */
-const KNOWN_AT_ZERO: readonly { metric: string; label: string; values: readonly string[] }[] = [
+const KNOWN_AT_ZERO: readonly { metric: string; label: string; values: readonly string[]; also?: Record<string, string> }[] = [
   { metric: 'gateway_config_reloads_total', label: 'outcome', values: ['success', 'failure'] },
   {
     metric: 'gateway_token_failures_total',
@@ -52,7 +52,13 @@ const KNOWN_AT_ZERO: readonly { metric: string; label: string; values: readonly 
   { metric: 'gateway_refreshes_total', label: 'outcome', values: ['succeeded', 'rate_limited', 'unknown', 'mismatch', 'revoked', 'expired', 'reuse'] },
   { metric: 'gateway_logouts_total', label: 'outcome', values: ['succeeded', 'failed'] },
   { metric: 'gateway_rate_limited_total', label: 'limiter', values: ['login', 'login_address', 'refresh', 'login_lockout'] },
-  { metric: 'gateway_connector_errors_total', label: 'kind', values: ['refused', 'reset', 'timeout', 'status', 'invalid_answer', 'error'] },
+  // Per call since issue 31 (D60): creation's, and each lifecycle call's.
+  ...['create', 'get', 'list', 'status'].map((operation) => ({
+    metric: 'gateway_connector_errors_total',
+    label: 'kind',
+    values: ['refused', 'reset', 'timeout', 'status', 'invalid_answer', 'error'],
+    also: { operation },
+  })),
   { metric: 'gateway_connections_refused_total', label: 'reason', values: ['connection_cap', 'outsider_cap'] },
   { metric: 'gateway_client_errors_total', label: 'kind', values: ['malformed_request', 'headers_too_large', 'request_timeout', 'tls'] },
   {
@@ -75,7 +81,14 @@ const KNOWN_AT_ZERO: readonly { metric: string; label: string; values: readonly 
     metric: 'gateway_connector_request_duration_seconds_count',
     label: 'outcome',
     values: ['ok', 'timeout', 'status', 'refused', 'reset', 'invalid_answer', 'error'],
+    also: { operation: 'create' },
   },
+  ...['get', 'list', 'status'].map((operation) => ({
+    metric: 'gateway_connector_request_duration_seconds_count',
+    label: 'outcome',
+    values: ['ok'],
+    also: { operation },
+  })),
   {
     metric: 'gateway_store_operation_failures_total',
     label: 'reason',
@@ -154,10 +167,10 @@ describe('metrics and audit of a running gateway', () => {
 
   it('has every known label value at 0 after a fresh start', () => {
     const missing: string[] = [];
-    for (const { metric, label, values } of KNOWN_AT_ZERO) {
+    for (const { metric, label, values, also } of KNOWN_AT_ZERO) {
       for (const value of values) {
-        const found = seriesValue(fresh, metric, { [label]: value });
-        if (found !== 0) missing.push(`${metric}{${label}="${value}"} = ${String(found)}`);
+        const found = seriesValue(fresh, metric, { [label]: value, ...also });
+        if (found !== 0) missing.push(`${metric}{${label}="${value}"${also ? ` ${JSON.stringify(also)}` : ''}} = ${String(found)}`);
       }
     }
     for (const [metric, value] of Object.entries(STARTING_VALUES)) {
@@ -216,10 +229,10 @@ describe('metrics and audit of a running gateway', () => {
       cardsCreated: value('gateway_cards_created_total'),
       replays: value('gateway_card_replays_total'),
       mismatches: value('gateway_idempotency_payload_mismatches_total'),
-      connectorStatus: value('gateway_connector_errors_total', { kind: 'status' }),
-      connectorTimeout: value('gateway_connector_errors_total', { kind: 'timeout' }),
-      connectorOk: value('gateway_connector_request_duration_seconds_count', { outcome: 'ok' }),
-      connectorTimedOut: value('gateway_connector_request_duration_seconds_count', { outcome: 'timeout' }),
+      connectorStatus: value('gateway_connector_errors_total', { kind: 'status', operation: 'create' }),
+      connectorTimeout: value('gateway_connector_errors_total', { kind: 'timeout', operation: 'create' }),
+      connectorOk: value('gateway_connector_request_duration_seconds_count', { outcome: 'ok', operation: 'create' }),
+      connectorTimedOut: value('gateway_connector_request_duration_seconds_count', { outcome: 'timeout', operation: 'create' }),
       created201: value('gateway_http_requests_total', { method: 'POST', route: CARDS_PATH, status_code: '201' }),
       created502: value('gateway_http_requests_total', { method: 'POST', route: CARDS_PATH, status_code: '502' }),
       created504: value('gateway_http_requests_total', { method: 'POST', route: CARDS_PATH, status_code: '504' }),

@@ -127,10 +127,12 @@ export class MemoryConnector implements ConnectorClient {
     this.#maybeFail();
     const card = this.#find(change.issuingAccount, cardId);
     if (!card) return { outcome: 'not_found' };
-    if (card.status === change.status) return { outcome: 'updated', card: this.#out(card) };
-    if (card.status === 'canceled') return { outcome: 'card_canceled' };
+    // As the contract wants (D57): the change and what the card was before it, in one step.
+    const previousStatus = card.status;
+    if (previousStatus === change.status) return { outcome: 'updated', card: this.#out(card), previousStatus, changed: false };
+    if (previousStatus === 'canceled') return { outcome: 'card_canceled' };
     card.status = change.status;
-    return { outcome: 'updated', card: this.#out(card) };
+    return { outcome: 'updated', card: this.#out(card), previousStatus, changed: true };
   }
 
   async health(): Promise<void> {}

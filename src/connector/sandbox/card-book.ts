@@ -13,7 +13,7 @@ export interface BookEntry extends BookPosition {
   record: ConnectorCardRecord;
 }
 
-/** One page's selection; `before` is the cursor's position (exclusive), the instants exclusive too. */
+/** One page's selection; `before` is the cursor's position (exclusive); the instants are inclusive (D61), in whole milliseconds. */
 export interface PageFilter {
   limit: number;
   before?: BookPosition;
@@ -22,7 +22,8 @@ export interface PageFilter {
   createdBeforeMs?: number;
 }
 
-export type StatusChangeOutcome = 'changed' | 'unchanged' | 'refused_canceled';
+/** What a status change did (D57): the status before it, and whether it changed; or the refusal of a canceled card. */
+export type StatusChangeOutcome = { outcome: 'changed' | 'unchanged'; previousStatus: CardStatus } | { outcome: 'refused_canceled' };
 
 const compare = (a: BookPosition, b: BookPosition): number => a.createdMs - b.createdMs || a.seq - b.seq;
 
@@ -99,11 +100,11 @@ export class CardBook {
     const account = this.byAccount.get(issuingAccount) ?? [];
     let start = account.length - 1;
     if (filter.before) start = Math.min(start, lowerBound(account, filter.before) - 1);
-    if (filter.createdBeforeMs !== undefined) start = Math.min(start, lowerBound(account, { createdMs: filter.createdBeforeMs, seq: -1 }) - 1);
+    if (filter.createdBeforeMs !== undefined) start = Math.min(start, lowerBound(account, { createdMs: filter.createdBeforeMs + 1, seq: -1 }) - 1);
     const entries: BookEntry[] = [];
     for (let i = start; i >= 0 && entries.length <= filter.limit; i -= 1) {
       const entry = account[i]!;
-      if (filter.createdAfterMs !== undefined && entry.createdMs <= filter.createdAfterMs) break;
+      if (filter.createdAfterMs !== undefined && entry.createdMs < filter.createdAfterMs) break;
       if (filter.status === undefined || entry.record.status === filter.status) entries.push(entry);
     }
     if (entries.length <= filter.limit) return { entries, next: undefined };
@@ -112,12 +113,17 @@ export class CardBook {
     return { entries, next: { createdMs: last.createdMs, seq: last.seq } };
   }
 
-  /** Active and inactive go both ways and to canceled; canceled is final; the same status changes nothing. */
+  /**
+   * Active and inactive go both ways and to canceled; canceled is final; the same status changes
+   * nothing. Synchronous, so the status it reports as before is the one it changed from: of two
+   * concurrent changes to one status, exactly one is `changed` (D57).
+   */
   changeStatus(entry: BookEntry, status: CardStatus): StatusChangeOutcome {
-    if (entry.record.status === status) return 'unchanged';
-    if (entry.record.status === 'canceled') return 'refused_canceled';
+    const previousStatus = entry.record.status;
+    if (previousStatus === status) return { outcome: 'unchanged', previousStatus };
+    if (previousStatus === 'canceled') return { outcome: 'refused_canceled' };
     entry.record.status = status;
-    return 'changed';
+    return { outcome: 'changed', previousStatus };
   }
 
   clear(): void {

@@ -83,10 +83,11 @@ export function parseListQuery(query: unknown): { issuingAccount: string; filter
   if (after && before && (after.ms > before.ms || (after.ms === before.ms && after.fraction > before.fraction))) {
     throw new BadRequest('createdAfter must not be later than createdBefore');
   }
-  // Cards carry whole milliseconds: "after t" is after t's millisecond, "before t" is before t
-  // rounded up when t has digits below the millisecond.
-  if (after) filter.createdAfterMs = after.ms;
-  if (before) filter.createdBeforeMs = before.ms + (/^0+$/.test(before.fraction.slice(3)) ? 0 : 1);
+  // Both bounds are inclusive (D61) and cards carry whole milliseconds: "at or after t" starts at
+  // t's millisecond, or the next one when t has digits below the millisecond; "at or before t"
+  // ends at t's millisecond (a card of that millisecond is not later than t).
+  if (after) filter.createdAfterMs = after.ms + (/^0+$/.test(after.fraction.slice(3)) ? 0 : 1);
+  if (before) filter.createdBeforeMs = before.ms;
   return { issuingAccount, filter };
 }
 

@@ -66,7 +66,14 @@ export function registerLifecycleRoutes(scope: FastifyInstance, state: SandboxSt
     if (!entry) return sendAnswer(state, reply, mode, NOT_FOUND);
     // The answer is broken, so the change is not made: like a creation answered with the wrong shape.
     if (mode.mode === 'wrong-shape') return sendAnswer(state, reply, mode, { status: 200, body: misshapen(entry.record) });
-    if (book.changeStatus(entry, change.status) === 'refused_canceled') return sendAnswer(state, reply, mode, CANCELED);
-    return sendAnswer(state, reply, mode, { status: 200, body: shaped(entry.record, change.issuingAccount, mode.mode) });
+    const done = book.changeStatus(entry, change.status);
+    if (done.outcome === 'refused_canceled') return sendAnswer(state, reply, mode, CANCELED);
+    // D57: the card after the call, what it was before, and whether this call changed it.
+    const answer = {
+      ...(shaped(entry.record, change.issuingAccount, mode.mode) as ConnectorCardRecord),
+      previousStatus: done.previousStatus,
+      changed: done.outcome === 'changed',
+    };
+    return sendAnswer(state, reply, mode, { status: 200, body: answer });
   });
 }

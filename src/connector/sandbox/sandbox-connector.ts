@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { bindListener } from '../../foundation/listen-error.js';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { CONNECTOR_PATHS } from '../connector-contract.js';
+import { CONNECTOR_PATHS, MAX_CARD_ID_LENGTH } from '../connector-contract.js';
 import { CardBook } from './card-book.js';
 import { createCardMaker } from './card-maker.js';
 import { registerControlRoutes } from './control-routes.js';
@@ -38,6 +38,10 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
   const app = Fastify({
     logger: opts.logger ?? false,
     logController: new LogController({ disableRequestLogging: true }),
+    // A card id is at most the contract's 128 characters (the router measures it decoded): the
+    // default of 100 answered ids of 101 to 128 characters with 414, which the gateway counted as
+    // connector failures (issue 31, finding 7).
+    routerOptions: { maxParamLength: MAX_CARD_ID_LENGTH },
     ...(opts.tls && {
       https: { cert: opts.tls.cert, key: opts.tls.key, ...(opts.tls.ca && { ca: opts.tls.ca, requestCert: true, rejectUnauthorized: true }) },
     }),

@@ -15,10 +15,18 @@ export interface Document {
   components?: { schemas?: Record<string, Record<string, unknown>>; responses?: Record<string, ResponseObject> };
 }
 
-/** Moves a titled inline schema into components.schemas and answers a reference to it. */
-function named(document: Document, schema: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
-  if (schema === undefined || typeof schema['title'] !== 'string') return schema;
-  const name = schema['title'];
+/**
+ * Moves a titled inline schema into components.schemas and answers a reference to it; the titled
+ * alternatives of a union (a status change's two answers) are named too.
+ */
+function named(document: Document, given: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const name = given?.['title'];
+  if (given === undefined || typeof name !== 'string') return given;
+  let schema = given;
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const alternatives: unknown = schema[key];
+    if (Array.isArray(alternatives)) schema = { ...schema, [key]: alternatives.map((alternative) => named(document, alternative as Record<string, unknown>)) };
+  }
   const schemas = (document.components ??= {}).schemas ?? (document.components.schemas = {});
   const existing = schemas[name];
   if (existing !== undefined && JSON.stringify(existing) !== JSON.stringify(schema)) throw new Error(`OpenAPI: two different schemas are titled ${name}`);

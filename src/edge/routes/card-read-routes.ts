@@ -15,6 +15,7 @@ import type { ListCards } from '../../cards/list-cards.js';
 import type { ReadCard } from '../../cards/read-card.js';
 import { errors } from '../../foundation/errors.js';
 import { BEARER_CODES, BearerSecurity, CARD_CONNECTOR_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
+import { requestContext } from '../request-context.js';
 
 export const CARD_PATH = '/api/v1/issuing/cards/:cardId';
 const LIST_PATH = '/api/v1/issuing/cards';
@@ -73,8 +74,7 @@ export function registerCardReadRoutes(scope: FastifyInstance, deps: { readCard:
         credential: request.principal!.credential,
         cardId: request.params.cardId,
         reveal: revealing(request),
-        correlationId: request.id,
-        clientAddress: request.clientAddress,
+        ...requestContext(request),
       });
       reply.header('cache-control', 'no-store');
       return card;
@@ -119,8 +119,7 @@ export function registerCardReadRoutes(scope: FastifyInstance, deps: { readCard:
       const page = await deps.listCards({
         credential: request.principal!.credential,
         query: request.query,
-        correlationId: request.id,
-        clientAddress: request.clientAddress,
+        ...requestContext(request),
       });
       reply.header('cache-control', 'no-store');
       return page;

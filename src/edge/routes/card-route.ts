@@ -4,6 +4,7 @@ import { CARD_EXAMPLES, CardQuerySchema, CardRequestSchema, CardResponseSchema, 
 import type { CreateCard } from '../../cards/create-card.js';
 import { errors } from '../../foundation/errors.js';
 import { BEARER_CODES, BearerSecurity, BODY_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
+import { requestContext } from '../request-context.js';
 
 /**
  * POST /api/v1/issuing/cards (spec 4.4). `cards:create`, and `cards:reveal` when
@@ -72,8 +73,7 @@ export function registerCardRoute(scope: FastifyInstance, createCard: CreateCard
         credential: request.principal!.credential,
         body: request.body,
         reveal: request.query.revealDetails === 'true',
-        correlationId: request.id,
-        clientAddress: request.clientAddress,
+        ...requestContext(request),
       });
       if (result.replayed) reply.header('idempotent-replayed', 'true');
       if (result.payloadMismatch) reply.header('idempotency-payload-mismatch', 'true');

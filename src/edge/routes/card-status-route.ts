@@ -3,7 +3,7 @@ import { cardPermissions } from '../../cards/card-access.js';
 import type { ChangeCardStatus } from '../../cards/change-card-status.js';
 import {
   CardIdParamsSchema,
-  CardRecordSchema,
+  CardStatusAnswerSchema,
   CardStatusChangeSchema,
   STATUS_EXAMPLES,
   type CardIdParams,
@@ -12,12 +12,14 @@ import {
 import { errors } from '../../foundation/errors.js';
 import { BEARER_CODES, BearerSecurity, BODY_CODES, CARD_CONNECTOR_CODES, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 import { CARD_PATH } from './card-read-routes.js';
+import { requestContext } from '../request-context.js';
 
 /**
  * PATCH /api/v1/issuing/cards/{cardId} (D45): freeze, unfreeze, cancel. `cards:update` and the
  * per-credential status-change limit (D48) are checked before the body is read; the use case
- * (cards/change-card-status.ts) does the rest. Audited, so it pauses while the audit trail
- * cannot be written (D26).
+ * (cards/change-card-status.ts) does the rest, in one connector call (D57), and decides how much
+ * of the card the answer shows (D56). Audited, so it pauses while the audit trail cannot be
+ * written (D26).
  */
 export function registerCardStatusRoute(scope: FastifyInstance, changeCardStatus: ChangeCardStatus, settings: { bodyLimitBytes: number }): void {
   scope.patch<{ Params: CardIdParams; Body: CardStatusChange }>(
@@ -29,13 +31,18 @@ export function registerCardStatusRoute(scope: FastifyInstance, changeCardStatus
         operationId: 'changeCardStatus',
         summary: "Change a card's status: freeze, unfreeze, cancel",
         description:
-          "Needs `cards:update`. `inactive` freezes an active card, `active` unfreezes an inactive one, `canceled` ends an active or inactive card for good. Asking for the status the card already has answers 200 with the card and changes nothing, so a retry is always safe; any change of a canceled card is 409 `card_canceled`, final. The body has `status` and optionally `reason` (1 to 200 characters, kept in the audit trail), nothing else. Another account's card, an unknown id and a malformed id are 404 `card_not_found`. Counts against the credential's status-change limit.",
+          "Needs `cards:update`. `inactive` freezes an active card, `active` unfreezes an inactive one, `canceled` ends an active or inactive card for good. Asking for the status the card already has answers 200 and changes nothing (`previousStatus` equals `status`), so a retry is always safe; any change of a canceled card is 409 `card_canceled`, final. The body has `status` and optionally `reason` (1 to 200 characters, kept in the audit trail; a reason holding a card number is 400 `validation_failed`), nothing else. The answer is the whole card, masked, with `previousStatus`, when the credential also holds `cards:read`; with `cards:update` alone it is `{ cardId, status, previousStatus }`. Another account's card, an unknown id and a malformed id are 404 `card_not_found`. Every request that reaches the card is audited, whether it changed the status or not. Counts against the credential's status-change limit.",
         tags: ['cards'],
         security: BearerSecurity,
         params: CardIdParamsSchema,
         body: CardStatusChangeSchema,
-        ...documentedResponses(CardRecordSchema, {
-          success: { status: 200, description: 'The card with its status now.', headers: { 'Cache-Control': true }, examples: STATUS_EXAMPLES },
+        ...documentedResponses(CardStatusAnswerSchema, {
+          success: {
+            status: 200,
+            description: 'The card with its status now and before the request: the whole card with cards:read, the summary without it.',
+            headers: { 'Cache-Control': true },
+            examples: STATUS_EXAMPLES,
+          },
           errors: [
             ...TRANSPORT_CODES,
             ...BODY_CODES,
@@ -52,21 +59,20 @@ export function registerCardStatusRoute(scope: FastifyInstance, changeCardStatus
           afterLimiter: ['validation_failed', 'card_not_found', 'card_canceled', ...CARD_CONNECTOR_CODES],
           errorExamples: {
             permission_denied: errors.permissionDenied('Permission cards:update is required'),
-            validation_failed: errors.validation([{ path: 'reason', message: 'must NOT have more than 200 characters' }]),
+            validation_failed: errors.validation([{ path: 'reason', message: 'looks like a card number' }]),
           },
         }),
       },
     },
     async (request, reply) => {
-      const card = await changeCardStatus({
+      const answer = await changeCardStatus({
         credential: request.principal!.credential,
         cardId: request.params.cardId,
         change: request.body,
-        correlationId: request.id,
-        clientAddress: request.clientAddress,
+        ...requestContext(request),
       });
       reply.header('cache-control', 'no-store');
-      return card;
+      return answer;
     },
   );
 }

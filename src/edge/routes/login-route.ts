@@ -4,7 +4,7 @@ import type { SessionService } from '../../auth/session-service.js';
 import { errors } from '../../foundation/errors.js';
 import { BODY_CODES, documentedResponses, PublicSecurity, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 
-const LoginBody = Type.Object(
+export const LoginBodySchema = Type.Object(
   { username: Type.String({ minLength: 1, maxLength: 256 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
   { additionalProperties: false, title: 'LoginRequest', examples: [{ username: 'demo', password: 'local-demo-password' }] },
 );
@@ -25,7 +25,7 @@ export const SessionTokensSchema = Type.Object(
 
 /** POST /api/v1/auth/login (spec 4.1). Limits: per client address, then per username (D11, D27). */
 export function registerLoginRoute(app: FastifyInstance, sessions: SessionService): void {
-  app.post<{ Body: Static<typeof LoginBody> }>(
+  app.post<{ Body: Static<typeof LoginBodySchema> }>(
     '/api/v1/auth/login',
     {
       // The per-username limit is counted with the login's lockout read and new family (one round trip).
@@ -37,7 +37,7 @@ export function registerLoginRoute(app: FastifyInstance, sessions: SessionServic
           "Returns the access, ID and refresh tokens of a new session. A wrong username or password, a deactivated credential and an address outside the credential's ranges all get the same 401 `authentication_failed`; failed logins count towards the lockout. Limited per username and per client address (429 `rate_limited`).",
         tags: ['auth'],
         security: PublicSecurity,
-        body: LoginBody,
+        body: LoginBodySchema,
         ...documentedResponses(SessionTokensSchema, {
           success: {
             status: 200,
