@@ -21,7 +21,12 @@ const deriveKey = (key: Buffer): Buffer => Buffer.from(hkdfSync('sha256', key, B
 /** What a sealed cursor is bound to, in one unambiguous spelling (JSON of an array): its associated data. */
 export type BindingParts = readonly (string | null)[];
 
-const cardParts = (binding: CursorBinding): BindingParts => [binding.issuingAccount, binding.status ?? null, binding.createdAfter ?? null, binding.createdBefore ?? null];
+const cardParts = (binding: CursorBinding): BindingParts => [
+  binding.issuingAccount,
+  binding.status ?? null,
+  binding.createdAfter ?? null,
+  binding.createdBefore ?? null,
+];
 
 /** base64url that decodes to bytes which encode back to the same text: no second spelling of one cursor. */
 function canonicalBytes(text: string): Buffer | undefined {

@@ -30,12 +30,22 @@ function withoutCardNumbers(card: EventCard): EventCard {
 
 export function cardEvents(recorder: EventRecorder, logger: Logger): CardEvents {
   const failed = (type: string, cardId: string) => (error: unknown) => {
-    logger.error({ eventType: type, cardId, err: { message: (error as Error).message } }, 'event not recorded: the store did not take it; partners will not hear of this change');
+    logger.error(
+      { eventType: type, cardId, err: { message: (error as Error).message } },
+      'event not recorded: the store did not take it; partners will not hear of this change',
+    );
   };
   return {
     created: (issuingAccount, card) =>
       recorder
-        .record({ type: 'card.created', issuingAccount, cardId: card.cardId, source: 'api', data: { card: withoutCardNumbers(card) }, dedupeKey: `created:${card.cardId}` })
+        .record({
+          type: 'card.created',
+          issuingAccount,
+          cardId: card.cardId,
+          source: 'api',
+          data: { card: withoutCardNumbers(card) },
+          dedupeKey: `created:${card.cardId}`,
+        })
         .then(() => undefined, failed('card.created', card.cardId)),
     statusChanged: (issuingAccount, { card, previousStatus, reason, credentialId }) =>
       recorder

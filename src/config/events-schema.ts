@@ -25,7 +25,8 @@ export const EventEndpointSchema = Type.Object(
     secrets: Type.Array(Secret('a `whsec_<base64>` signing secret (Standard Webhooks), 24 to 64 bytes once decoded'), {
       minItems: 1,
       maxItems: 4,
-      description: 'the first signs; every one is sent as a signature of its own, so a secret rotates without a gap (list the new one second, then first, then drop the old)',
+      description:
+        'the first signs; every one is sent as a signature of its own, so a secret rotates without a gap (list the new one second, then first, then drop the old)',
     }),
     timeoutMs: PositiveInt({ maximum: 60_000, default: 10_000, description: 'an answer must have arrived within this, else the attempt is retried' }),
     maxInFlight: PositiveInt({ maximum: 64, default: 4, description: 'deliveries to it in flight at once, per replica' }),

@@ -80,7 +80,10 @@ export const EVENT_SCHEMAS: Record<EventType, TSchema> = Object.fromEntries(
         type: Type.Literal(type),
         createdAt: Type.String({ description: 'When the gateway recorded it (RFC 3339, milliseconds, UTC).' }),
         issuingAccount: Type.String(),
-        sequence: Type.Integer({ minimum: 1, description: "Grows with every event of the issuing account: of two events of one card, the higher is the later." }),
+        sequence: Type.Integer({
+          minimum: 1,
+          description: 'Grows with every event of the issuing account: of two events of one card, the higher is the later.',
+        }),
         data: DATA[type],
       },
       { title: eventSchemaName(type) },

@@ -81,29 +81,33 @@ export function eventReading(deps: { store: EventStore; clock: Clock; cursors: C
       const floor = Math.max(oldest(), after ?? -Infinity);
       const found: StoredEvent[] = [];
       let scanned = 0;
-      let exhausted = false;
+      // Whether events older than `last` may remain: the store had more, or this page stopped short of a batch's end.
+      let more = true;
       let last = position;
-      while (found.length < limit && scanned < EVENT_SCAN_LIMIT && !exhausted) {
+      scanning: while (found.length < limit && scanned < EVENT_SCAN_LIMIT && more) {
         const batch = await store.scan(issuingAccount, { ...(last !== undefined && { beforeSequence: last }), limit: BATCH });
-        if (batch.length < BATCH) exhausted = true;
-        for (const event of batch) {
+        more = batch.length === BATCH;
+        for (const [index, event] of batch.entries()) {
           scanned += 1;
           last = event.sequence;
           const summary = summaryOf(event);
           if (summary.createdAt < floor) {
             // Newest first: everything after this is older still.
-            exhausted = true;
-            break;
+            more = false;
+            break scanning;
           }
-          if (before !== undefined && summary.createdAt > before) continue;
-          if (query.type !== undefined && summary.type !== query.type) continue;
-          if (query.cardId !== undefined && summary.cardId !== query.cardId) continue;
-          found.push(event);
-          if (found.length === limit) break;
+          const matches =
+            (before === undefined || summary.createdAt <= before) &&
+            (query.type === undefined || summary.type === query.type) &&
+            (query.cardId === undefined || summary.cardId === query.cardId);
+          if (matches) found.push(event);
+          if (found.length === limit || scanned === EVENT_SCAN_LIMIT) {
+            more ||= index < batch.length - 1;
+            break scanning;
+          }
         }
       }
-      const more = !exhausted && last !== undefined && last > 1;
-      const nextCursor = more ? JSON.stringify(cursors.sealBound(String(last), binding)) : 'null';
+      const nextCursor = more && last !== undefined ? JSON.stringify(cursors.sealBound(String(last), binding)) : 'null';
       return { json: `{"data":[${found.map((event) => event.json).join(',')}],"nextCursor":${nextCursor}}` };
     },
 

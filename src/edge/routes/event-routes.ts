@@ -1,6 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EVENT_READ_NEEDS } from '../../cards/card-access.js';
-import { EventIdParamsSchema, EventListQuerySchema, EventPageSchema, EventSchema, type EventIdParams, type EventListQuery } from '../../events/event-schemas.js';
+import {
+  EventIdParamsSchema,
+  EventListQuerySchema,
+  EventPageSchema,
+  EventSchema,
+  type EventIdParams,
+  type EventListQuery,
+} from '../../events/event-schemas.js';
 import type { EventReading } from '../../events/read-events.js';
 import { errors } from '../../foundation/errors.js';
 import { BEARER_CODES, BearerSecurity, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
@@ -97,7 +104,12 @@ export function registerEventRoutes(scope: FastifyInstance, reading: EventReadin
         security: BearerSecurity,
         params: EventIdParamsSchema,
         ...documentedResponses(EventSchema, {
-          success: { status: 200, description: 'The event.', headers: { 'Cache-Control': true }, examples: { event: { summary: 'A processor-side freeze', value: EXAMPLE_EVENT } } },
+          success: {
+            status: 200,
+            description: 'The event.',
+            headers: { 'Cache-Control': true },
+            examples: { event: { summary: 'A processor-side freeze', value: EXAMPLE_EVENT } },
+          },
           errors: [...TRANSPORT_CODES, ...BEARER_CODES, 'event_not_found', 'rate_limited', 'internal_error', 'store_unavailable'],
           rateLimited: true,
           afterLimiter: ['event_not_found'],
