@@ -101,7 +101,10 @@ describe('events recorded by the gateway and read back (D63, D64, D66)', () => {
     const second = await fixture.create(life);
     await fixture.patch(life, first, { status: 'inactive' });
 
-    expect((await read(reader, 'type=card.created')).page.data.map((event) => event.data.card.cardId)).toEqual([second, first]);
+    expect((await read(reader, 'type=card.created')).page.data.map((event) => (event.data as { card: { cardId: string } }).card.cardId)).toEqual([
+      second,
+      first,
+    ]);
     expect((await read(reader, `cardId=${first}`)).page.data.map((event) => event.type)).toEqual(['card.status_changed', 'card.created']);
 
     const one = await read(reader, 'limit=1');
