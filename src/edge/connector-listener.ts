@@ -22,12 +22,12 @@ import { parseStrictJson, StrictJsonError, type SchemaNode } from './strict-json
 /** What became of one `POST /v1/events` (`gateway_connector_events_total{outcome}`, D64). */
 export type ConnectorEventOutcome = 'recorded' | 'repeat' | 'invalid' | 'unauthenticated' | 'unavailable';
 
-/** The parts of the gateway's config the listener reads: the gateway's certificate, the client CA and the connector's secret. */
+/** The parts of the gateway's config (GatewayConfig) the listener reads: the gateway's certificate, the client CA and the connector's secret. */
 export interface ConnectorListenerSettings {
   readonly tls: { readonly cert: Buffer; readonly key: Buffer };
-  /** With it, mutual TLS: only a client certificate signed by this CA connects. */
-  readonly connectorListenerClientCa?: Buffer | undefined;
-  /** With it, every request carries it in `X-Connector-Secret`. */
+  /** With `clientCa`, mutual TLS: only a client certificate signed by it connects. */
+  readonly listeners: { readonly connector?: { readonly clientCa?: Buffer | undefined } | undefined };
+  /** With `eventsSecret`, every request carries it in `X-Connector-Secret`. */
   readonly connector: { readonly eventsSecret?: string | undefined };
 }
 
@@ -78,7 +78,7 @@ const digest = (value: string): Buffer => createHash('sha256').update(value).dig
 function authenticator(config: ConnectorListenerSettings): (request: FastifyRequest) => boolean {
   const secret = config.connector.eventsSecret;
   const expected = secret === undefined ? undefined : digest(secret);
-  const mutual = config.connectorListenerClientCa !== undefined;
+  const mutual = config.listeners.connector?.clientCa !== undefined;
   return (request) => {
     if (mutual && (request.raw.socket as TLSSocket).authorized !== true) return false;
     if (expected === undefined) return true;
@@ -92,7 +92,7 @@ type Handler = RequestListener<typeof IncomingMessage, typeof ServerResponse>;
 
 /** HTTPS with the gateway's certificate and the API listener's TLS settings (D33); mutual TLS with a client CA. */
 function tlsServer(config: ConnectorListenerSettings): (handler: Handler) => HttpsServer {
-  const ca = config.connectorListenerClientCa;
+  const ca = config.listeners.connector?.clientCa;
   return (handler) =>
     createHttpsServer(
       {
