@@ -168,7 +168,11 @@ export function buildConnectorListener(deps: ConnectorListenerDeps): FastifyInst
     const mapped = toGatewayError(error);
     if (mapped.status === 503) metrics.connectorEvents('unavailable');
     else if (mapped.status < 500) return refuse(reply, mapped);
-    else logger.error({ correlationId: request.id, err: error instanceof Error ? { type: error.name, message: error.message } : undefined }, 'connector event failed');
+    else
+      logger.error(
+        { correlationId: request.id, err: error instanceof Error ? { type: error.name, message: error.message } : undefined },
+        'connector event failed',
+      );
     return send(reply, mapped);
   });
 

@@ -110,7 +110,8 @@ export function registerEventControlRoutes(app: FastifyInstance, state: SandboxS
       if (outbox.full) return outboxFull(reply);
       const { status, reason } = request.body;
       const done = state.book.changeStatus(entry, status);
-      if (done.outcome === 'refused_canceled') return reply.code(409).send({ message: 'the card is canceled; its status cannot change', code: CONNECTOR_CARD_CANCELED });
+      if (done.outcome === 'refused_canceled')
+        return reply.code(409).send({ message: 'the card is canceled; its status cannot change', code: CONNECTOR_CARD_CANCELED });
       const answer = { ...entry.record, previousStatus: done.previousStatus, changed: done.outcome === 'changed' };
       if (done.outcome === 'unchanged') return answer;
       // The record as it is now, copied: a later change must not alter what this event says.

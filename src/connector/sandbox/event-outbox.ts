@@ -138,7 +138,15 @@ export class EventOutbox {
 
   /** Queues one event; the caller checked `full` first. */
   add(event: ConnectorEvent): void {
-    this.#pending.push({ eventId: event.eventId, type: event.type, issuingAccount: event.issuingAccount, state: 'pending', attempts: 0, answers: [], sent: event });
+    this.#pending.push({
+      eventId: event.eventId,
+      type: event.type,
+      issuingAccount: event.issuingAccount,
+      state: 'pending',
+      attempts: 0,
+      answers: [],
+      sent: event,
+    });
     this.#start();
   }
 
