@@ -33,7 +33,7 @@ const Enum = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 
 const StatusSchema = Enum<CardStatus>(CARD_STATUSES);
 
 /** Identifiers are exempt from the card-number check (D58): their characters are bounded instead. */
-const Identifier = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '^[A-Za-z0-9._:-]+$' });
+const Identifier = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '^[A-Za-z0-9._:-]*$' });
 const FreeText = (maxLength: number) => Type.String({ minLength: 1, maxLength });
 
 /** The card record as `GET /v1/cards/{cardId}` answers it (connector-contract.ts), closed: PAN and CVC in full, dropped by the draft. */
