@@ -21,7 +21,9 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((thing) => thing.close()));
 });
 
-async function setup(options: { target?: boolean } = {}): Promise<{ l: ListenerFixture; sandbox: RunningSandboxConnector; target: { url: string; secret: string; ca: string } }> {
+async function setup(
+  options: { target?: boolean } = {},
+): Promise<{ l: ListenerFixture; sandbox: RunningSandboxConnector; target: { url: string; secret: string; ca: string } }> {
   const l = await connectorListener({ secret: SECRET });
   opened.push(l);
   const target = { url: l.url, secret: SECRET, ca: (await connectorCertificates()).ca };

@@ -74,8 +74,9 @@ describe('connector events: the draft of a valid event', () => {
     const body = statusChangedBody({ card: connectorRecord({ metadata: undefined }) });
     delete (body['data'] as Record<string, unknown>)['reason'];
     const draft = draftOf(JSON.parse(JSON.stringify(body)));
+    if (draft.type !== 'card.status_changed') throw new Error(draft.type);
     expect(draft.data).not.toHaveProperty('reason');
-    expect((draft.data as { card: { metadata: unknown } }).card.metadata).toEqual({});
+    expect(draft.data.card['metadata']).toEqual({});
   });
 
   it.each(TRANSACTION_EVENT_TYPES)('%s: the transaction with the envelope occurredAt, a decline with its reason', (type) => {
@@ -108,9 +109,7 @@ describe('connector events: the draft of a valid event', () => {
 
   it('card.created is the gateway own event: a connector cannot send it', () => {
     expect(CONNECTOR_EVENT_TYPES).not.toContain('card.created');
-    expect(problemsOf(statusChangedBody({}, { type: 'card.created' }))).toEqual([
-      `/type must be equal to one of the allowed values`,
-    ]);
+    expect(problemsOf(statusChangedBody({}, { type: 'card.created' }))).toEqual([`/type must be equal to one of the allowed values`]);
   });
 });
 
@@ -185,9 +184,9 @@ describe('connector events: no card number in free text (D58), identifiers exemp
   const NOT_PAN_11 = '41111111117';
 
   it('the free-text members are checked: reason, merchant name, decline reason, metadata values and names', () => {
-    expect(problemsOf(transactionBody(undefined, { merchant: { name: `Shop ${FULL_PAN.replace(/(\d{4})/g, '$1 ')}`, categoryCode: '5814', country: 'PT' } }))).toEqual([
-      '/data/merchant/name looks like a card number',
-    ]);
+    expect(
+      problemsOf(transactionBody(undefined, { merchant: { name: `Shop ${FULL_PAN.replace(/(\d{4})/g, '$1 ')}`, categoryCode: '5814', country: 'PT' } })),
+    ).toEqual(['/data/merchant/name looks like a card number']);
     expect(problemsOf(transactionBody('transaction.declined', { declineReason: `card ${PAN_12} blocked` }))).toEqual([
       '/data/declineReason looks like a card number',
     ]);
@@ -201,7 +200,11 @@ describe('connector events: no card number in free text (D58), identifiers exemp
 
   it('11 digits are no card number; identifiers of card-number shape are not checked', () => {
     const check = checkConnectorEvent(
-      transactionBody(undefined, { transactionId: FULL_PAN, merchant: { name: `Shop ${NOT_PAN_11}`, categoryCode: '5814', country: 'PT' } }, { eventId: FULL_PAN }),
+      transactionBody(
+        undefined,
+        { transactionId: FULL_PAN, merchant: { name: `Shop ${NOT_PAN_11}`, categoryCode: '5814', country: 'PT' } },
+        { eventId: FULL_PAN },
+      ),
     );
     expect(check.ok).toBe(true);
   });

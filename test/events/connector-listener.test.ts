@@ -147,7 +147,8 @@ describe('connector listener: what is not an event', () => {
       const bare = JSON.stringify(body).length;
       return JSON.stringify(statusChangedBody({ card: connectorRecord({ metadata: { pad: 'x'.repeat(bytes - bare) } }) }, { eventId: body['eventId'] }));
     };
-    const post = (payload: string, type = 'application/json') => l.app.inject({ method: 'POST', url: '/v1/events', headers: { 'content-type': type }, payload });
+    const post = (payload: string, type = 'application/json') =>
+      l.app.inject({ method: 'POST', url: '/v1/events', headers: { 'content-type': type }, payload });
     expect(sized(CONNECTOR_EVENT_BODY_LIMIT)).toHaveLength(65_536);
     expect((await post(sized(CONNECTOR_EVENT_BODY_LIMIT))).statusCode).toBe(202);
     const over = await post(sized(CONNECTOR_EVENT_BODY_LIMIT + 1));
@@ -174,7 +175,10 @@ describe('connector listener: 400 with the problems, never recorded', () => {
   it('a type the connector may not send', async () => {
     const { problems } = await refused(transactionBody(undefined, {}, { type: 'card.created' }));
     expect(problems).toEqual([
-      { path: 'type', message: 'must be one of ["card.status_changed","transaction.authorized","transaction.declined","transaction.cleared","transaction.reversed"]' },
+      {
+        path: 'type',
+        message: 'must be one of ["card.status_changed","transaction.authorized","transaction.declined","transaction.cleared","transaction.reversed"]',
+      },
     ]);
   });
 

@@ -123,7 +123,9 @@ export async function postOverTls(
         let answer = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (answer += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: answer === '' ? {} : (JSON.parse(answer) as Record<string, unknown>) }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: answer === '' ? {} : (JSON.parse(answer) as Record<string, unknown>) }),
+        );
         res.on('error', reject);
       },
     );
