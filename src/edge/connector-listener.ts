@@ -38,8 +38,8 @@ export interface ConnectorListenerDeps {
   logger: Logger;
   metrics: { connectorEvents(outcome: ConnectorEventOutcome): void };
   clock: Clock;
-  /** The issuing accounts the config serves now (a reload may change them). */
-  knownAccounts: () => ReadonlySet<string>;
+  /** The issuing accounts the config serves now (a reload may change them): a Set, or the config's `issuingAccounts` map. */
+  knownAccounts: () => { has(account: string): boolean };
 }
 
 /** The largest body the listener reads: one event, its card record included, is a few KiB. */
