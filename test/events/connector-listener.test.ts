@@ -204,6 +204,14 @@ describe('connector listener: 400 with the problems, never recorded', () => {
     expect(res.body).not.toContain(FULL_PAN);
   });
 
+  it('a card number as a metadata name: the path that names it is masked, in the answer and the log', async () => {
+    const { problems, res, l } = await refused(statusChangedBody({ card: connectorRecord({ metadata: { [FULL_PAN]: 'x' } }) }));
+    expect(problems).toEqual([{ path: 'data.card.metadata[************1111]', message: 'has a name that looks like a card number' }]);
+    expect(res.body).not.toContain(FULL_PAN);
+    expect(l.logs.text()).toContain('************1111');
+    expect(l.logs.text()).not.toContain(FULL_PAN);
+  });
+
   it('an issuing account the gateway does not serve', async () => {
     expect((await refused(transactionBody(undefined, {}, { issuingAccount: 'acct-zz' }))).problems).toEqual([
       { path: 'issuingAccount', message: 'is not an issuing account of this gateway' },
