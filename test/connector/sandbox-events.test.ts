@@ -145,7 +145,7 @@ describe('sandbox connector: processor-side status changes', () => {
     expect(JSON.parse(json!)).toMatchObject({
       type: 'card.status_changed',
       data: {
-        card: { cardId: card.cardId, status: 'inactive', maskedPan: `************${card.pan.slice(-4)}` },
+        card: { cardId: card.cardId, status: 'inactive', pan: `************${card.pan.slice(-4)}` },
         previousStatus: 'active',
         status: 'inactive',
         reason: 'expired at the processor',

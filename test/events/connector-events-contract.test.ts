@@ -29,11 +29,11 @@ function problemsOf(body: unknown, isKnownAccount?: (account: string) => boolean
   return check.problems.map((problem) => `${problem.instancePath} ${problem.message}`);
 }
 
-/** No member named pan or cvc, and neither value, anywhere in the draft. */
+/** Neither the PAN nor the CVC anywhere in the draft: both masked. */
 function expectNoCardSecrets(draft: unknown): void {
   const json = JSON.stringify(draft);
   expect(json).not.toContain(FULL_PAN);
-  expect(json).not.toMatch(/"(pan|cvc)"/);
+  expect(json).not.toMatch(/"pan":"[0-9]/);
   expect(json).not.toContain(`"${FULL_CVC}"`);
 }
 
@@ -50,7 +50,8 @@ describe('connector events: the draft of a valid event', () => {
       data: {
         card: {
           cardId: 'card_0123456789abcdef',
-          maskedPan: '************1111',
+          pan: '************1111',
+          cvc: '***',
           expMonth: 11,
           expYear: 2029,
           status: 'inactive',
