@@ -75,7 +75,8 @@ function reasonOf(error: unknown, timedOut: boolean): SendResult {
       break;
   }
   // TLS failures carry codes like CERT_HAS_EXPIRED or ERR_TLS_CERT_ALTNAME_INVALID: short and safe to show.
-  if (typeof code === 'string' && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code)) return { outcome: 'error', error: `tls ${code}` };
+  if (typeof code === 'string' && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code))
+    return { outcome: 'error', error: `tls ${code}` };
   return { outcome: 'error', error: 'request failed' };
 }
 
