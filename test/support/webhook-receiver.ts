@@ -29,8 +29,8 @@ export interface WebhookReceiver {
   isClosed(connection: number): boolean;
   /** What the next requests get (default 200). */
   answer(next: ReceiverAnswer): void;
-  /** Answers every held request with `status` (default 200). */
-  release(status?: number): void;
+  /** Answers the held requests, oldest first, with `status` (default 200): `count` of them, or all. */
+  release(status?: number, count?: number): void;
   /** Requests waiting for an answer. */
   held(): number;
   waitForRequests(count: number): Promise<ReceivedRequest[]>;
@@ -96,8 +96,8 @@ export async function startWebhookReceiver(initial: ReceiverAnswer = 200): Promi
     answer: (next) => {
       answer = next;
     },
-    release: (status = 200) => {
-      for (const response of held.splice(0)) if (!response.destroyed) reply(response, status);
+    release: (status = 200, count = held.length) => {
+      for (const response of held.splice(0, count)) if (!response.destroyed) reply(response, status);
     },
     held: () => held.length,
     waitForRequests: (count) => waitFor(`${count} webhook requests (${requests.length} so far)`, () => requests.length >= count && requests.slice(0, count)),
