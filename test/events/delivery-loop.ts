@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DeliveryLoop, LEASE_MARGIN_MS, type DeliveryEndpoint } from '../../src/events/delivery/delivery-loop.js';
+import { DeliveryLoop, type DeliveryEndpoint } from '../../src/events/delivery/delivery-loop.js';
 import { RETRY_DELAYS_MS } from '../../src/events/delivery/retry-schedule.js';
 import { createWebhookSender, type WebhookSender } from '../../src/events/delivery/webhook-sender.js';
 import { ManualClock } from '../../src/foundation/clock.js';
@@ -23,7 +23,8 @@ export const ACCOUNT = 'acct_demo';
 export const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const RETENTION_MS = 7 * 24 * 3_600_000;
 const TIMEOUT_MS = 10_000;
-const LEASE_MS = TIMEOUT_MS + LEASE_MARGIN_MS;
+/** The design: the send's deadline plus 5 s. */
+const LEASE_MS = TIMEOUT_MS + 5_000;
 
 export const eventId = (n: number): string => `evt_01JD${String(n).padStart(22, '0')}`;
 
@@ -33,13 +34,19 @@ export async function recordEvent(store: EventStore, clock: ManualClock, n: numb
   const now = clock.now();
   const head = `{"id":"${id}","type":"card.created","createdAt":"${new Date(now).toISOString()}","issuingAccount":"${ACCOUNT}","sequence":`;
   const tail = `,"data":{"card":{"cardId":"card_${n}","maskedPan":"411111******1111"}}}`;
-  const recorded = await store.record(ACCOUNT, { id, type: 'card.created', cardId: `card_${n}`, createdAt: now, head, tail, endpoints }, { now, expiresAt: now + RETENTION_MS });
+  const recorded = await store.record(
+    ACCOUNT,
+    { id, type: 'card.created', cardId: `card_${n}`, createdAt: now, head, tail, endpoints },
+    { now, expiresAt: now + RETENTION_MS },
+  );
   return { id, json: `${head}${recorded.sequence}${tail}` };
 }
 
 /** What one Standard Webhooks signature of the body is, computed here without the gateway's module. */
 const expectedSignature = (id: string, timestamp: string, body: string): string =>
-  `v1,${createHmac('sha256', Buffer.from(SECRET.slice(6), 'base64')).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+  `v1,${createHmac('sha256', Buffer.from(SECRET.slice(6), 'base64'))
+    .update(`${id}.${timestamp}.${body}`)
+    .digest('base64')}`;
 
 export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Promise<DeliveryStores>): void {
   describe(`the delivery loop (D65) on ${name}`, () => {
@@ -52,6 +59,7 @@ export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Pr
       clock: ManualClock;
       stores: DeliveryStores;
       registry: Registry;
+      metrics: EventMetrics;
       log: LogCapture;
       endpoints: DeliveryEndpoint[];
       loop: DeliveryLoop;
@@ -90,11 +98,13 @@ export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Pr
         });
         return { loop, sender };
       };
-      const { loop, sender } = makeLoop(stores.events, new EventMetrics(registry));
+      const metrics = new EventMetrics(registry);
+      const { loop, sender } = makeLoop(stores.events, metrics);
       return {
         clock,
         stores,
         registry,
+        metrics,
         log,
         endpoints,
         loop,
@@ -183,7 +193,13 @@ export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Pr
       }
       expect(hooks.requests).toHaveLength(8);
       const failedAt = h.clock.now();
-      expect(await h.stores.events.delivery(h.ref('partner'), event.id)).toEqual({ eventId: event.id, state: 'failed', attempts: 8, at: failedAt, lastError: 'status 503' });
+      expect(await h.stores.events.delivery(h.ref('partner'), event.id)).toEqual({
+        eventId: event.id,
+        state: 'failed',
+        attempts: 8,
+        at: failedAt,
+        lastError: 'status 503',
+      });
       expect(await h.metric('gateway_event_deliveries_total', { endpoint: 'partner', outcome: 'retry' })).toBe(7);
       expect(await h.metric('gateway_event_deliveries_total', { endpoint: 'partner', outcome: 'failed' })).toBe(1);
       // The gauges are refreshed each round, after its claims: the next round shows the settlement.
@@ -356,7 +372,7 @@ export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Pr
       expect(h.log.lines.filter((line) => line.includes('after its lease ended'))).toHaveLength(1);
     });
 
-    it('leaves a delivery its lease ended on unsettled: a second claim after it is refused nothing', async () => {
+    it('refuses the settlement of a replica whose lease ended: its late failure leaves the new claim alone', async () => {
       const h = await harness();
       const hooks = await h.receiver('hold');
       h.endpoint('partner', hooks);
@@ -375,6 +391,40 @@ export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Pr
       hooks.release(200);
       await other.loop.idle();
       expect(await h.stores.events.delivery(h.ref('partner'), event.id)).toBeUndefined();
+    });
+
+    it('counts an address the egress guard refused as refused, and tries it again per the schedule', async () => {
+      const h = await harness();
+      const hooks = await h.receiver(200);
+      h.endpoint('partner', hooks);
+      const guarded = createWebhookSender({ guarded: true });
+      const loop = new DeliveryLoop({
+        store: h.stores.events,
+        clock: h.clock,
+        endpoints: () => h.endpoints,
+        metrics: h.metrics,
+        logger: h.log.logger,
+        sender: guarded,
+        retentionMs: RETENTION_MS,
+        pollIntervalMs: 1000,
+        random: () => 0.5,
+      });
+      closing.push(async () => {
+        await loop.stop(0);
+        await guarded.close();
+      });
+      const event = await recordEvent(h.stores.events, h.clock, 1, ['partner']);
+      await round(h, loop);
+      expect(hooks.connections()).toBe(0);
+      expect(await h.stores.events.delivery(h.ref('partner'), event.id)).toEqual({
+        eventId: event.id,
+        state: 'pending',
+        attempts: 1,
+        at: h.clock.now() + 5_000,
+        lastError: 'address refused by egress guard',
+      });
+      expect(await h.metric('gateway_event_deliveries_total', { endpoint: 'partner', outcome: 'refused' })).toBe(1);
+      expect(await h.metric('gateway_event_deliveries_total', { endpoint: 'partner', outcome: 'retry' })).toBe(0);
     });
 
     it('runs on its own timer once started, and drains the sends in flight when stopped', async () => {

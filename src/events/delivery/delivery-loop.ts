@@ -188,7 +188,10 @@ export class DeliveryLoop {
     const send: Promise<void> = this.#deliver(endpoint, ref, delivery)
       .catch((error: unknown) => {
         // The store did not take the settlement: the lease ends and the delivery is sent again.
-        this.#options.logger.warn({ endpoint: endpoint.id, eventId: delivery.eventId, err: errorSummary(error) }, 'webhook delivery not settled; sent again after its lease');
+        this.#options.logger.warn(
+          { endpoint: endpoint.id, eventId: delivery.eventId, err: errorSummary(error) },
+          'webhook delivery not settled; sent again after its lease',
+        );
       })
       .finally(() => {
         this.#inFlight.set(endpoint.id, (this.#inFlight.get(endpoint.id) ?? 1) - 1);
