@@ -112,8 +112,24 @@ export const DENIAL_WINDOW_MS = 60_000;
  * card-number detector (D58, line-masking.ts), whichever field carries it.
  */
 function line(time: number, event: AuditEvent | DenialSummary): string {
-  const { event: name, correlationId, clientAddress, outcome, credential, reason, requestId, cardId, from, to, changed, route, cardIds, endpointId, eventId, redelivered } =
-    event;
+  const {
+    event: name,
+    correlationId,
+    clientAddress,
+    outcome,
+    credential,
+    reason,
+    requestId,
+    cardId,
+    from,
+    to,
+    changed,
+    route,
+    cardIds,
+    endpointId,
+    eventId,
+    redelivered,
+  } = event;
   const summary = 'count' in event ? { count: event.count, windowStart: event.windowStart, windowEnd: event.windowEnd } : {};
   const record = {
     time: new Date(time).toISOString(),

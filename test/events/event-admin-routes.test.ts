@@ -130,7 +130,13 @@ describe('the event admin routes (D65)', () => {
           stopped: false,
           backlog: { pending: 2, failed: 0, oldestDueAt: new Date(h.clock.now() + 5_000).toISOString() },
         },
-        { id: 'other', issuingAccount: ACCOUNT, host: new URL(h.other.url).host, stopped: true, backlog: { pending: 1, failed: 0, oldestDueAt: new Date(h.clock.now()).toISOString() } },
+        {
+          id: 'other',
+          issuingAccount: ACCOUNT,
+          host: new URL(h.other.url).host,
+          stopped: true,
+          backlog: { pending: 1, failed: 0, oldestDueAt: new Date(h.clock.now()).toISOString() },
+        },
       ],
     });
     expect(response.body).not.toContain('token=abc');
@@ -149,7 +155,13 @@ describe('the event admin routes (D65)', () => {
     expect(json(failed)).toEqual({
       endpointId: 'partner',
       state: 'failed',
-      deliveries: [1, 2, 3].map((n) => ({ eventId: eventId(n), state: 'failed', attempts: 8, failedAt: new Date(failedAt).toISOString(), lastError: 'status 500' })),
+      deliveries: [1, 2, 3].map((n) => ({
+        eventId: eventId(n),
+        state: 'failed',
+        attempts: 8,
+        failedAt: new Date(failedAt).toISOString(),
+        lastError: 'status 500',
+      })),
     });
     const two = await h.admin.inject({ method: 'GET', url: '/events/endpoints/partner/deliveries?state=failed&limit=2' });
     expect((json(two)['deliveries'] as unknown[]).length).toBe(2);
@@ -182,7 +194,12 @@ describe('the event admin routes (D65)', () => {
       'not_found',
       'No webhook endpoint has this id',
     );
-    expectEnvelope(await h.admin.inject({ method: 'POST', url: '/events/endpoints/nobody/redeliver-failed' }), 404, 'not_found', 'No webhook endpoint has this id');
+    expectEnvelope(
+      await h.admin.inject({ method: 'POST', url: '/events/endpoints/nobody/redeliver-failed' }),
+      404,
+      'not_found',
+      'No webhook endpoint has this id',
+    );
   });
 
   it('shows one delivery, and answers 404 for an event the endpoint has no delivery of, 400 for a malformed id', async () => {
@@ -192,7 +209,13 @@ describe('the event admin routes (D65)', () => {
     await h.loop.idle();
     const one = await h.admin.inject({ method: 'GET', url: `/events/endpoints/partner/deliveries/${eventId(1)}` });
     expect(one.statusCode).toBe(200);
-    expect(json(one)).toEqual({ eventId: eventId(1), state: 'pending', attempts: 1, nextAttemptAt: new Date(h.clock.now() + 5_000).toISOString(), lastError: 'status 500' });
+    expect(json(one)).toEqual({
+      eventId: eventId(1),
+      state: 'pending',
+      attempts: 1,
+      nextAttemptAt: new Date(h.clock.now() + 5_000).toISOString(),
+      lastError: 'status 500',
+    });
     expectEnvelope(
       await h.admin.inject({ method: 'GET', url: `/events/endpoints/partner/deliveries/${eventId(2)}` }),
       404,
@@ -227,7 +250,14 @@ describe('the event admin routes (D65)', () => {
       lastError: 'status 500',
     });
     expect(h.audit.events().filter((line) => line.event === 'event.redelivered')).toEqual([
-      expect.objectContaining({ event: 'event.redelivered', outcome: 'success', endpointId: 'partner', eventId: eventId(1), redelivered: 1, clientAddress: '127.0.0.1' }),
+      expect.objectContaining({
+        event: 'event.redelivered',
+        outcome: 'success',
+        endpointId: 'partner',
+        eventId: eventId(1),
+        redelivered: 1,
+        clientAddress: '127.0.0.1',
+      }),
     ]);
     h.partner.answer(200);
     const before = h.partner.requests.length;
@@ -272,12 +302,22 @@ describe('the event admin routes (D65)', () => {
     await recordEvent(h.store.events, h.clock, 1, ['partner']);
     await h.failAll();
     h.audit.setWritable(false);
-    expectEnvelope(await h.admin.inject({ method: 'POST', url: '/events/endpoints/partner/redeliver-failed' }), 503, 'audit_unavailable', expect.any(String) as unknown as string);
+    expectEnvelope(
+      await h.admin.inject({ method: 'POST', url: '/events/endpoints/partner/redeliver-failed' }),
+      503,
+      'audit_unavailable',
+      expect.any(String) as unknown as string,
+    );
     expect((await h.store.events.backlog({ issuingAccount: ACCOUNT, endpointId: 'partner' })).failed).toBe(1);
     h.audit.setWritable(true);
     await h.store.with('events', 'unavailable', async () => {
       expectEnvelope(await h.admin.inject({ method: 'GET', url: '/events/endpoints' }), 503, 'store_unavailable', expect.any(String) as unknown as string);
-      expectEnvelope(await h.admin.inject({ method: 'POST', url: '/events/endpoints/partner/redeliver-failed' }), 503, 'store_unavailable', expect.any(String) as unknown as string);
+      expectEnvelope(
+        await h.admin.inject({ method: 'POST', url: '/events/endpoints/partner/redeliver-failed' }),
+        503,
+        'store_unavailable',
+        expect.any(String) as unknown as string,
+      );
     });
     expect(h.audit.events().filter((line) => line.event === 'event.redelivered')).toHaveLength(0);
   });

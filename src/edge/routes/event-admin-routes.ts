@@ -75,7 +75,10 @@ export function registerEventAdminRoutes(admin: FastifyInstance, deps: DeliveryA
       const mapped = toGatewayError(error);
       if (mapped.status >= 500 && mapped.code !== 'store_unavailable' && mapped.code !== 'audit_unavailable') {
         const cause = mapped === error ? mapped.cause : error;
-        request.log.error({ correlationId: request.id, err: cause instanceof Error ? { type: cause.name, code: (cause as { code?: unknown }).code } : undefined }, 'admin request failed');
+        request.log.error(
+          { correlationId: request.id, err: cause instanceof Error ? { type: cause.name, code: (cause as { code?: unknown }).code } : undefined },
+          'admin request failed',
+        );
       }
       return sendError(reply, mapped, deps.clock);
     });
