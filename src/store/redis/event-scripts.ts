@@ -15,15 +15,17 @@
  *   f:<endpoint>  sorted set of failed deliveries, keepUntil -> event id
  *   s:<endpoint>  hash, event id -> `attempts|owner|failedAt|lastError`, for a delivery attempted
  *                 at least once (a fresh delivery is its q entry alone)
- * A key that holds entries lives as long as its longest-lived one (PEXPIRE only ever extends).
+ * A key that holds entries outlives its longest-lived one, by up to an hour (PEXPIRE only ever
+ * extends).
  */
 
 /** The base of the account's keys (KEYS[1] less `log`), and the helpers every script shares. */
 const PREAMBLE = `
 local base = string.sub(KEYS[1], 1, -4)
+-- an hour more than it needs: the next hour's records need not extend it again
 local function outlive(key, ttl)
   local left = redis.call('PTTL', key)
-  if left == -1 or (left >= 0 and left < ttl) then redis.call('PEXPIRE', key, ttl) end
+  if left == -1 or (left >= 0 and left < ttl) then redis.call('PEXPIRE', key, ttl + 3600000) end
 end
 local function stateOf(value)
   if not value then return 0, '', '', '' end
