@@ -67,6 +67,16 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
     for (const id of ['evt_1', 'evt_2', 'evt_3']) await store.events.record('acct', eventOf(id), { now: Date.now(), expiresAt: Date.now() + DAY });
     await store.events.claimDue(ENDPOINT, { now: T0, leaseMs: 10_000, limit: 2, owner: 'gw-a' });
     await store.events.settle(ENDPOINT, 'evt_2', 'gw-a', { kind: 'failed', error: 'status 500' }, { now: T0, keepUntil: T0 + DAY });
+    // Every event script loaded now, not while memory is full: Redis 7.0 keeps about 25 KB per
+    // script it has compiled, refused ones included, which the margin after the fill would not cover.
+    await store.events.redeliver(ENDPOINT, ['evt_unknown'], T0);
+    await Promise.all([
+      store.events.scan('acct', { limit: 1 }),
+      store.events.get('acct', 'evt_1'),
+      store.events.backlog(ENDPOINT),
+      store.events.deliveries(ENDPOINT, { state: 'failed', limit: 1 }),
+      store.events.delivery(ENDPOINT, 'evt_1'),
+    ]);
   }, 30_000);
 
   afterAll(async () => {
