@@ -251,9 +251,9 @@ export interface StoreDescription {
   readonly masters: readonly string[];
   /** Master changes seen since start (a Sentinel promotion, a Cluster shard's new master). */
   readonly masterChanges: number;
-  /** Card records stored without the `replicasToAck` acknowledgements they waited for. */
+  /** Card records and events stored without the `replicasToAck` acknowledgements they waited for. */
   readonly unacknowledgedRecords: number;
-  /** Idempotency writes whose outcome is unknown, waiting to be settled (RedisStore repairs). */
+  /** Writes whose outcome is unknown (idempotency records, events, delivery settlements), waiting to be settled (RedisStore repairs). */
   readonly pendingRepairs: number;
   /** Why the store does not serve (`up` false), as the last health check found; else undefined. */
   readonly failure: StoreFailure | undefined;

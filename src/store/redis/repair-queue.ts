@@ -1,7 +1,7 @@
 import { withDeadline } from '../../foundation/deadline.js';
 import { storeLate } from './server-state.js';
 
-/** Unknown-outcome idempotency writes kept for repair at most (the oldest go first: their claims lapse anyway). */
+/** Unknown-outcome writes kept for repair at most (the oldest go first: their claims lapse anyway). */
 const MAX_REPAIRS = 10_000;
 /** How long a repair is retried at most; past it a claim has lapsed and a record is covered by the connector's Idempotency-Key. */
 export const REPAIR_HORIZON_MS = 10 * 60_000;
@@ -9,12 +9,13 @@ export const REPAIR_HORIZON_MS = 10 * 60_000;
 const BATCH = 64;
 
 /**
- * An idempotency write whose reply never came: the gateway answered 503, but the script may have
- * run (or may still run, when a re-sent command reaches Redis late). Settled once the store
+ * A write whose reply never came (an idempotency record, an event, a delivery's settlement): the
+ * gateway answered 503, but the script may have run (or may still run, when a re-sent command
+ * reaches Redis late). Settled once the store
  * answers again, and not before the write itself can no longer run (its deadline).
  */
 export interface Repair {
-  /** Sends the write again: an owner-guarded script, harmless when the first one did run. */
+  /** Sends the write again: an owner-guarded (or id-guarded) script, harmless when the first one did run. */
   settle(): Promise<unknown>;
   /** Wall-clock ms: not before the original script's deadline has passed. */
   notBefore: number;

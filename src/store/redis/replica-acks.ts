@@ -1,7 +1,7 @@
 import type { StoreEvents } from './store-events.js';
 
 /**
- * D35: card records stored without the `replicasToAck` acknowledgements they waited for,
+ * D35: card records and events stored without the `replicasToAck` acknowledgements they waited for,
  * counted, and reported once per change (replicas-behind, replicas-caught-up), never per record.
  */
 export class ReplicaAcks {
