@@ -41,7 +41,7 @@ import { registerRefreshRoute } from './edge/routes/refresh-route.js';
 import { ErrorEnvelopeSchema } from './edge/openapi/envelope-schema.js';
 import { openApiOptions } from './edge/openapi/options.js';
 import { installStrictJson } from './edge/strict-json-parser.js';
-import { buildEvents } from './events/install-events.js';
+import { buildEvents, type EventsCapability } from './events/install-events.js';
 import type { Clock } from './foundation/clock.js';
 import { buildAdminServer, type ReadinessProbe } from './edge/admin-server.js';
 import { buildConnectorListener } from './edge/connector-listener.js';
@@ -70,6 +70,8 @@ export interface GatewayDependencies {
   holdRefusal?: RefusalHold;
   /** The first-request deadline's timer (D59); by default a real one. Tests fire it themselves. */
   firstRequestTimer?: DeadlineTimer;
+  /** Trusted CAs for webhook endpoints instead of the system's (tests with a local TLS receiver). */
+  webhookCa?: string | Buffer;
   /** Lets a test add routes to the public or the protected scope before the app is ready. */
   extend?: { public?: (scope: FastifyInstance) => void; protected?: (scope: FastifyInstance) => void };
 }
@@ -79,6 +81,8 @@ export interface Gateway {
   readonly app: FastifyInstance;
   /** Metrics, health, readiness, OpenAPI (D22). */
   readonly admin: FastifyInstance;
+  /** Webhook deliveries (D65): started by listenGateway, stopped when the app closes. */
+  readonly events: EventsCapability;
   /** Where the connector posts processor-side events (D64), when `listeners.connector` is set; never listens by itself. */
   readonly connectorListener: FastifyInstance | undefined;
   readonly metrics: GatewayMetrics;
@@ -146,7 +150,15 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   // The card use cases, each built once on the same ports.
   const pendingRecords = new PendingRecords();
   const cursors = new CardCursorSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
-  const events = buildEvents({ config, store: store.events, clock, logger, cursors });
+  const events = buildEvents({
+    config,
+    store: store.events,
+    clock,
+    logger,
+    cursors,
+    metrics: metrics.events,
+    ...(deps.webhookCa !== undefined && { webhookCa: deps.webhookCa }),
+  });
   const cards: CardPorts = {
     store,
     clock,
@@ -278,17 +290,21 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
       config,
       record: (draft) => events.recordFromConnector(draft),
       logger,
-      metrics: { connectorEvents: () => undefined },
+      metrics: { connectorEvents: (outcome) => events.connectorEvent(outcome) },
       clock,
       knownAccounts: () => live.current.issuingAccounts,
     });
   const admin = buildAdminServer({ metrics, probes, logger, openapi: () => app.swagger(), draining: () => draining });
   if (!deps.connector) admin.addHook('onClose', async () => connector.close());
+  events.registerAdminRoutes(admin, { outcomes, auditWritable: () => audit.writable });
+  // Deliveries stop with the API: the events recorded by the last requests are still sent, by the next replica if not by this one.
+  app.addHook('onClose', async () => events.close());
 
   return {
     app,
     admin,
     connectorListener,
+    events,
     metrics,
     live,
     tokens,

@@ -123,7 +123,11 @@ export async function composeGateway(config: GatewayConfig, options: ComposeOpti
 /** The connector listener as the in-process sandbox reaches it: loopback, the gateway's own certificate as its CA, the events secret. */
 function localEventsTarget(config: GatewayConfig, listener: { host: string; port: number }): { url: string; ca: Buffer; secret?: string } {
   const host = ['0.0.0.0', '::', '127.0.0.1'].includes(listener.host) ? '127.0.0.1' : listener.host === '::1' ? '[::1]' : listener.host;
-  return { url: `https://${host}:${listener.port}`, ca: config.tls.cert, ...(config.connector.eventsSecret !== undefined && { secret: config.connector.eventsSecret }) };
+  return {
+    url: `https://${host}:${listener.port}`,
+    ca: config.tls.cert,
+    ...(config.connector.eventsSecret !== undefined && { secret: config.connector.eventsSecret }),
+  };
 }
 
 /**

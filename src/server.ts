@@ -52,6 +52,8 @@ export async function listenGateway(gateway: Gateway, listeners: ListenerAddress
     }),
   );
   const httpsUrl = urlOf('https', gateway.app.server.address() as AddressInfo);
+  // A listening gateway delivers webhooks (D65); closing the app stops them.
+  gateway.events.start();
 
   let plain: Server | undefined;
   let plainUrl: string | undefined;
@@ -81,7 +83,9 @@ export async function listenGateway(gateway: Gateway, listeners: ListenerAddress
   if (connectorListener && listeners.connector) {
     const { host, port } = listeners.connector;
     try {
-      await bind('connector', host, port, () => connectorListener.listen({ host, port, listenTextResolver: (address) => `connector listener (TLS) at ${address.replace(/^http:/, 'https:')}` }));
+      await bind('connector', host, port, () =>
+        connectorListener.listen({ host, port, listenTextResolver: (address) => `connector listener (TLS) at ${address.replace(/^http:/, 'https:')}` }),
+      );
     } catch (error) {
       plain?.close();
       await gateway.app.close();

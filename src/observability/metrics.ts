@@ -1,3 +1,4 @@
+import { EventMetrics } from './event-metrics.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Label values known in advance: their series exist at 0 from the start, so a dashboard sees 0 rather than nothing after a restart. */
@@ -85,6 +86,8 @@ const NAN_SAMPLE = / Nan$/gm;
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
+  /** Events and their webhook deliveries (D63-D66). */
+  readonly events: EventMetrics;
   readonly buildInfo: Gauge<'version' | 'commit'>;
   readonly httpRequests: Counter<'method' | 'route' | 'status_code'>;
   readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
@@ -130,6 +133,7 @@ export class GatewayMetrics {
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
+    this.events = new EventMetrics(this.registry);
     const sources = this.#sources;
     if (options.defaultMetrics ?? true) {
       collectDefaultMetrics({ register: this.registry });

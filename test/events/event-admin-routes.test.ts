@@ -6,7 +6,6 @@ import { DeliveryLoop, type DeliveryEndpoint } from '../../src/events/delivery/d
 import { createWebhookSender } from '../../src/events/delivery/webhook-sender.js';
 import { ManualClock } from '../../src/foundation/clock.js';
 import { MemoryAuditSink } from '../../src/observability/audit.js';
-import { EventMetrics } from '../../src/observability/event-metrics.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { OutcomeRecorder } from '../../src/observability/outcomes.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
@@ -50,7 +49,7 @@ async function adminWithEvents(): Promise<Admin> {
     store: store.events,
     clock,
     endpoints: () => endpoints,
-    metrics: new EventMetrics(metrics.registry),
+    metrics: metrics.events,
     logger: log.logger,
     sender,
     retentionMs: 7 * 86_400_000,
