@@ -18,7 +18,7 @@ const FASTIFY = {
 
 /**
  * Folder layering (docs/layout.md): foundation at the bottom, then config, the ports (store,
- * observability, connector), the use cases (auth, cards), edge on top; the root files (app.ts,
+ * observability, connector), the use cases (auth, cards, then events), edge on top; the root files (app.ts,
  * compose.ts, main.ts, server.ts, ...) may import anything. Each folder lists what sits above
  * it, so an upward import fails the lint instead of waiting for a reviewer. Flat config does not
  * merge one rule's options across blocks, so every file must match exactly one of these.
@@ -39,13 +39,19 @@ const LAYERS = [
     files: ['src/foundation/**/*.ts'],
     rules: upward([], { regex: '^(\\./)?\\.\\.(/|$)', message: 'src/foundation is the ground floor: it imports nothing of ours.' }, FASTIFY),
   },
-  { files: ['src/config/**/*.ts'], rules: upward(['store', 'observability', 'connector', 'auth', 'cards', 'edge'], FASTIFY) },
-  { files: ['src/store/**/*.ts'], rules: upward(['observability', 'connector', 'auth', 'cards', 'edge'], FASTIFY) },
-  { files: ['src/observability/**/*.ts'], rules: upward(['connector', 'auth', 'cards', 'edge'], FASTIFY) },
+  { files: ['src/config/**/*.ts'], rules: upward(['store', 'observability', 'connector', 'auth', 'cards', 'events', 'edge'], FASTIFY) },
+  { files: ['src/store/**/*.ts'], rules: upward(['observability', 'connector', 'auth', 'cards', 'events', 'edge'], FASTIFY) },
+  { files: ['src/observability/**/*.ts'], rules: upward(['connector', 'auth', 'cards', 'events', 'edge'], FASTIFY) },
   // The sandbox connector is a separate development server, built on Fastify by design.
-  { files: ['src/connector/**/*.ts'], ignores: ['src/connector/sandbox/**'], rules: upward(['store', 'observability', 'auth', 'cards', 'edge'], FASTIFY) },
-  { files: ['src/connector/sandbox/**/*.ts'], rules: upward(['store', 'observability', 'auth', 'cards', 'edge']) },
-  { files: ['src/auth/**/*.ts', 'src/cards/**/*.ts'], rules: upward(['edge'], FASTIFY) },
+  {
+    files: ['src/connector/**/*.ts'],
+    ignores: ['src/connector/sandbox/**'],
+    rules: upward(['store', 'observability', 'auth', 'cards', 'events', 'edge'], FASTIFY),
+  },
+  { files: ['src/connector/sandbox/**/*.ts'], rules: upward(['store', 'observability', 'auth', 'cards', 'events', 'edge']) },
+  { files: ['src/auth/**/*.ts', 'src/cards/**/*.ts'], rules: upward(['events', 'edge'], FASTIFY) },
+  // Events sit beside the card use cases, on them: the cards own their events port, events implement it.
+  { files: ['src/events/**/*.ts'], rules: upward(['edge'], FASTIFY) },
 ];
 
 /**

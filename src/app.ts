@@ -33,6 +33,7 @@ import { holdWithTimer, type RefusalHold } from './edge/request-budget.js';
 import { registerCardRoute } from './edge/routes/card-route.js';
 import { registerCardReadRoutes } from './edge/routes/card-read-routes.js';
 import { registerCardStatusRoute } from './edge/routes/card-status-route.js';
+import { registerEventAdminRoutes } from './edge/routes/event-admin-routes.js';
 import { registerEventRoutes } from './edge/routes/event-routes.js';
 import { registerJwksRoute } from './edge/routes/jwks-route.js';
 import { registerLoginRoute } from './edge/routes/login-route.js';
@@ -296,7 +297,14 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     });
   const admin = buildAdminServer({ metrics, probes, logger, openapi: () => app.swagger(), draining: () => draining });
   if (!deps.connector) admin.addHook('onClose', async () => connector.close());
-  events.registerAdminRoutes(admin, { outcomes, auditWritable: () => audit.writable });
+  registerEventAdminRoutes(admin, {
+    store: store.events,
+    endpoints: () => events.settings().endpoints,
+    loop: events.loop,
+    clock,
+    outcomes,
+    auditWritable: () => audit.writable,
+  });
   // Deliveries stop with the API: the events recorded by the last requests are still sent, by the next replica if not by this one.
   app.addHook('onClose', async () => events.close());
 

@@ -1,11 +1,12 @@
 import type { GatewayConfig } from '../config/config-types.js';
 import type { LiveSettings } from '../config/live-settings.js';
 import type { ConnectorClient } from '../connector/connector-port.js';
+import type { CardStatus } from '../foundation/card-status.js';
 import type { Clock } from '../foundation/clock.js';
+import type { EventCard } from '../foundation/event-types.js';
 import type { Outcomes } from '../observability/outcomes.js';
 import type { GatewayStore } from '../store/store-types.js';
 import type { CardCursorSealer } from './card-cursor.js';
-import type { CardEvents } from './card-events.js';
 import type { CardSealer } from './card-sealing.js';
 import type { PendingRecords } from './pending-records.js';
 
@@ -34,3 +35,20 @@ export interface CardPorts {
     readonly store: GatewayConfig['store'];
   };
 }
+
+/**
+ * The events the card use cases emit (D64): `card.created` and `card.status_changed` with source
+ * `api`. Each call is made in the same turn as the card's own store write, so it travels in the
+ * same round trip and adds none a request waits for. The promise never rejects: the card is done
+ * whatever happens to its event, and a failure is one error line for the operator.
+ */
+export interface CardEvents {
+  created(issuingAccount: string, card: EventCard): Promise<void>;
+  statusChanged(
+    issuingAccount: string,
+    change: { card: EventCard; previousStatus: CardStatus; reason: string | undefined; credentialId: string },
+  ): Promise<void>;
+}
+
+/** Events disabled, or a test that does not look at them. */
+export const NO_CARD_EVENTS: CardEvents = { created: async () => undefined, statusChanged: async () => undefined };

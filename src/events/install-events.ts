@@ -1,15 +1,12 @@
-import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { CardCursorSealer } from '../cards/card-cursor.js';
-import { cardEvents, type CardEvents } from '../cards/card-events.js';
+import type { CardEvents } from '../cards/card-ports.js';
+import { cardEvents } from './card-events.js';
 import type { GatewayConfig } from '../config/config-types.js';
 import type { EventSettings } from '../config/sections/events.js';
 import type { ConnectorEventDraft } from '../connector/connector-events-contract.js';
-import type { ConnectorEventOutcome } from '../edge/connector-listener.js';
-import { registerEventAdminRoutes } from '../edge/routes/event-admin-routes.js';
 import type { Clock } from '../foundation/clock.js';
-import type { EventMetrics } from '../observability/event-metrics.js';
-import type { Outcomes } from '../observability/outcomes.js';
+import type { ConnectorEventOutcome, EventMetrics } from '../observability/event-metrics.js';
 import type { EventStore, RecordedEvent } from '../store/event-store.js';
 import { DeliveryLoop } from './delivery/delivery-loop.js';
 import { egressGuarded } from './delivery/egress-guard.js';
@@ -33,8 +30,6 @@ export interface EventsCapability {
   connectorEvent(outcome: ConnectorEventOutcome): void;
   /** The events section as it is now (reloadable). */
   settings(): EventSettings;
-  /** Adds the delivery routes (list, show, redeliver) to the admin listener. */
-  registerAdminRoutes(admin: FastifyInstance, deps: { outcomes: Outcomes; auditWritable: () => boolean }): void;
   /** Deliveries start: from listenGateway, never for an app that only answers inject(). */
   start(): void;
   reload(config: GatewayConfig): void;
@@ -126,8 +121,6 @@ export function buildEvents(deps: EventsDeps): EventsCapability {
       (await recorder.record({ ...draft, dedupeKey: `connector:${dedupe}` } as EventDraft)) ?? { state: 'recorded', id: '', sequence: 0 },
     connectorEvent: (outcome) => metrics.connectorEvents.inc({ outcome }),
     settings: current,
-    registerAdminRoutes: (admin, { outcomes, auditWritable }) =>
-      registerEventAdminRoutes(admin, { store, endpoints: () => settings.endpoints, loop, clock, outcomes, auditWritable }),
     start: () => {
       if (running || !settings.enabled) return;
       running = true;

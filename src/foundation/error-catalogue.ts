@@ -161,7 +161,8 @@ export const ERROR_CATALOGUE = {
   event_not_found: {
     status: 404,
     message: 'Event not found',
-    description: "No event with this id in the caller's issuing account: unknown, malformed, past its retention, or another account's event (one answer for all).",
+    description:
+      "No event with this id in the caller's issuing account: unknown, malformed, past its retention, or another account's event (one answer for all).",
     retry: 'no',
   },
   method_not_allowed: {

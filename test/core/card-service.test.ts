@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { NO_CARD_EVENTS } from '../../src/cards/card-events.js';
+import { NO_CARD_EVENTS } from '../../src/cards/card-ports.js';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { NOT_CREATOR } from '../../src/cards/card-access.js';
 import type { CardRequest } from '../../src/cards/card-schemas.js';

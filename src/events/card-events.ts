@@ -1,25 +1,8 @@
 import type { Logger } from 'pino';
 import { containsCardNumber, maskCardNumbers } from '../foundation/card-number-detector.js';
-import type { CardStatus } from '../foundation/card-status.js';
 import type { EventCard } from '../foundation/event-types.js';
-import type { EventRecorder } from '../events/event-recording.js';
-
-/**
- * The events the card use cases emit (D64): `card.created` and `card.status_changed` with source
- * `api`. Each call is made in the same turn as the card's own store write, so it travels in the
- * same round trip and adds none a request waits for. The promise never rejects: the card is done
- * whatever happens to its event, and a failure is one error line for the operator.
- */
-export interface CardEvents {
-  created(issuingAccount: string, card: EventCard): Promise<void>;
-  statusChanged(
-    issuingAccount: string,
-    change: { card: EventCard; previousStatus: CardStatus; reason: string | undefined; credentialId: string },
-  ): Promise<void>;
-}
-
-/** Events disabled, or a test that does not look at them. */
-export const NO_CARD_EVENTS: CardEvents = { created: async () => undefined, statusChanged: async () => undefined };
+import type { CardEvents } from '../cards/card-ports.js';
+import type { EventRecorder } from './event-recording.js';
 
 /** D63: no event carries a card number; metadata is free text and gets D58's mask. */
 function withoutCardNumbers(card: EventCard): EventCard {
@@ -28,6 +11,10 @@ function withoutCardNumbers(card: EventCard): EventCard {
   return { ...card, metadata: Object.fromEntries(Object.entries(metadata).map(([key, value]) => [key, maskCardNumbers(value)])) };
 }
 
+/**
+ * The card use cases' events port on the recorder: `card.created` (a repeat of one card's creation
+ * records nothing) and `card.status_changed` with source `api`. A failure is one error line.
+ */
 export function cardEvents(recorder: EventRecorder, logger: Logger): CardEvents {
   const failed = (type: string, cardId: string) => (error: unknown) => {
     logger.error(
