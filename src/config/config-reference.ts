@@ -79,12 +79,23 @@ function defaultOf(schema: Schema, required: boolean): string {
   return required ? '**required**' : 'none';
 }
 
+/**
+ * The schema's description; a list of secret references is one setting, so what each secret is
+ * (its own description) is said there too.
+ */
+function meaningOf(schema: Schema): string {
+  const meaning = String(schema['description'] ?? '');
+  const items = schema['items'];
+  if (schema['type'] !== 'array' || !isSchema(items) || !isSecretRef(items) || typeof items['description'] !== 'string') return meaning;
+  return meaning === '' ? `each ${items['description']}` : `each ${items['description']}; ${meaning}`;
+}
+
 /** Rows for `schema` at `path` and every setting below it; a secret reference is one setting. */
 function rows(schema: Schema, path: string, required: boolean): Row[] {
-  const row: Row = { setting: code(path), type: typeOf(schema), default: defaultOf(schema, required), meaning: String(schema['description'] ?? '') };
-  if (isSecretRef(schema)) return [row];
   const items = schema['items'];
-  if (schema['type'] === 'array' && isSchema(items) && items['type'] === 'object') return [row, ...children(items, `${path}[]`)];
+  const row: Row = { setting: code(path), type: typeOf(schema), default: defaultOf(schema, required), meaning: meaningOf(schema) };
+  if (isSecretRef(schema)) return [row];
+  if (schema['type'] === 'array' && isSchema(items) && items['type'] === 'object' && !isSecretRef(items)) return [row, ...children(items, `${path}[]`)];
   const pattern = schema['patternProperties'];
   if (isSchema(pattern)) {
     const value = Object.values(pattern)[0];

@@ -35,6 +35,7 @@ function paths(schema: Record<string, unknown>, prefix = ''): string[] {
     if (child['maxProperties'] === 1) return [path]; // a secret reference is one setting
     const items = child['items'] as Record<string, unknown> | undefined;
     const pattern = child['patternProperties'] as Record<string, Record<string, unknown>> | undefined;
+    if (items?.['maxProperties'] === 1) return [path]; // and so is a list of them
     if (items?.['type'] === 'object') return [path, ...paths(items, `${path}[]`)];
     if (pattern) return [path, ...Object.values(pattern).flatMap((value) => paths(value, `${path}.<name>`))];
     return [path, ...paths(child, path)];
@@ -63,7 +64,15 @@ describe('docs/configuration.md, the configuration reference', () => {
     expect(row('tokens.issuer')?.[2]).toBe('**required**');
     expect(row('store.redis.password')?.slice(1, 3)).toEqual(['secret ref', 'none']);
     expect(row('environment')?.[1]).toBe('one of `local`, `sandbox`, `production`');
-    expect(row('credentials[].permissions')?.[1]).toBe('list of one of `cards:create`, `cards:reveal`, `cards:read`, `cards:update`');
+    expect(row('credentials[].permissions')?.[1]).toBe('list of one of `cards:create`, `cards:reveal`, `cards:read`, `cards:update`, `events:read`');
+  });
+
+  it('prints a list of secret references as one setting, saying what each secret is', () => {
+    const rows = rowsOf(generated);
+    const secrets = rows.find(([name]) => name === '`events.endpoints[].secrets`');
+    expect(secrets?.slice(1, 3)).toEqual(['list of secret ref', '**required**']);
+    expect(secrets?.[3]).toMatch(/^each a `whsec_<base64>` signing secret \(Standard Webhooks\), 24 to 64 bytes once decoded; the first signs/);
+    expect(rows.filter(([name]) => (name ?? '').startsWith('`events.endpoints[].secrets['))).toEqual([]);
   });
 
   it('a setting without a description would be caught (guards the check above)', () => {

@@ -179,9 +179,18 @@ describe('shipped config files', () => {
       signingKey: join(local, 'signing.key'),
       cardRecordKey: join(local, 'card-record.key'),
       auditFile: join(local, 'audit.jsonl'),
+      connectorEventsSecret: join(local, 'connector-events.secret'),
+      webhookSecrets: [join(local, 'events-webhook.secret')],
     });
     const created = await ensureLocalSecrets(paths!);
-    expect(created.sort()).toEqual(['card-record.key', 'signing.key', 'tls.crt', 'tls.key'].map((name) => join(local, name)));
+    expect(created.sort()).toEqual(
+      ['card-record.key', 'connector-events.secret', 'events-webhook.secret', 'signing.key', 'tls.crt', 'tls.key'].map((name) => join(local, name)),
+    );
+    // The webhook secret in Standard Webhooks' form, 32 random bytes; the connector's, 32 too.
+    const webhookSecret = readFileSync(join(local, 'events-webhook.secret'), 'utf8');
+    expect(webhookSecret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+    expect(Buffer.from(webhookSecret.slice('whsec_'.length), 'base64')).toHaveLength(32);
+    expect(Buffer.from(readFileSync(join(local, 'connector-events.secret'), 'utf8'), 'base64url')).toHaveLength(32);
     // Nothing beside the copy's folder: the copy's secrets are its own.
     expect(existsSync(join(root, '.local'))).toBe(false);
 
@@ -193,7 +202,13 @@ describe('shipped config files', () => {
       https: { host: '127.0.0.1', port: 8443 },
       plainHttp: { host: '127.0.0.1', port: 8080 },
       admin: { host: '127.0.0.1', port: 8442, exposed: false },
+      connector: { host: '127.0.0.1', port: 8445 },
     });
+    // The event secrets it generated are the ones it reads.
+    expect(config.connector.eventsSecret).toBe(readFileSync(join(local, 'connector-events.secret'), 'utf8'));
+    expect(config.events.endpoints).toMatchObject([
+      { id: 'local-listener', issuingAccount: 'acct-local-eu', url: 'http://127.0.0.1:9800/events', secrets: [webhookSecret] },
+    ]);
     expect(config.allowlist.contains('127.0.0.1')).toBe(true);
     expect(config.allowlist.contains('::1')).toBe(true);
     expect(config.allowlist.contains('10.0.0.1')).toBe(false);
@@ -489,7 +504,7 @@ describe('credentials file errors name the credentials file and credentials[i].f
     const refusal = await refuse(await rawTestConfig(), { credentials });
     expect([...refusal.problems].sort()).toEqual(
       [
-        `${refusal.credentialsFile}: credentials[0].permissions[0]: must be one of ["cards:create","cards:reveal","cards:read","cards:update"]`,
+        `${refusal.credentialsFile}: credentials[0].permissions[0]: must be one of ["cards:create","cards:reveal","cards:read","cards:update","events:read"]`,
         `${refusal.credentialsFile}: credentials[1].active: must be boolean`,
         `${refusal.credentialsFile}: credentials[2].role: is not a known setting`,
         `${refusal.credentialsFile}: credentials[3].username: is required`,

@@ -43,6 +43,7 @@ const LOGIN = '/api/v1/auth/login';
 const REFRESH = '/api/v1/auth/refresh';
 const LOGOUT = '/api/v1/auth/logout';
 const CARDS = '/api/v1/issuing/cards';
+const EVENTS = '/api/v1/issuing/events';
 const JWKS = '/.well-known/jwks.json';
 const DAY = 24 * HOUR;
 
@@ -61,15 +62,20 @@ const CHALLENGES: Record<string, string> = {
   refresh_token_revoked: 'Bearer',
 };
 
-type Op = 'login' | 'getJwks' | 'refresh' | 'logout' | 'createCard' | 'getCard' | 'listCards' | 'changeCardStatus';
+type Op = 'login' | 'getJwks' | 'refresh' | 'logout' | 'createCard' | 'getCard' | 'listCards' | 'changeCardStatus' | 'listEvents' | 'getEvent';
 /** The card operations after creation, served by a gateway of their own on the in-memory connector port (`life`). */
 type LifeOp = 'getCard' | 'listCards' | 'changeCardStatus';
 const LIFE_OPS: LifeOp[] = ['getCard', 'listCards', 'changeCardStatus'];
-const OPS: Op[] = ['login', 'getJwks', 'refresh', 'logout', 'createCard', ...LIFE_OPS];
+/** Reading events back (D66), on `life` too: its cred-full holds events:read, main's does not. */
+type EventOp = 'listEvents' | 'getEvent';
+const EVENT_OPS: EventOp[] = ['listEvents', 'getEvent'];
+const OPS: Op[] = ['login', 'getJwks', 'refresh', 'logout', 'createCard', ...LIFE_OPS, ...EVENT_OPS];
 const BODY_OPS: Op[] = ['login', 'refresh', 'logout', 'createCard', 'changeCardStatus'];
-const PROTECTED_OPS: Op[] = ['refresh', 'logout', 'createCard', ...LIFE_OPS];
+const PROTECTED_OPS: Op[] = ['refresh', 'logout', 'createCard', ...LIFE_OPS, ...EVENT_OPS];
 const CARD_ID = 'card_docs_0001';
 const ONE_CARD = `${CARDS}/${CARD_ID}`;
+/** A well-formed event id that no event has: getEvent's valid request reaches the event store and finds nothing. */
+const ONE_EVENT = `${EVENTS}/evt_01JDQ4S2X8N3V5K7M9P1R3T5W7`;
 const PATHS: Record<Op, string> = {
   login: LOGIN,
   getJwks: JWKS,
@@ -79,6 +85,8 @@ const PATHS: Record<Op, string> = {
   getCard: ONE_CARD,
   listCards: CARDS,
   changeCardStatus: ONE_CARD,
+  listEvents: EVENTS,
+  getEvent: ONE_EVENT,
 };
 const METHODS: Record<Op, Call['method']> = {
   login: 'POST',
@@ -89,8 +97,11 @@ const METHODS: Record<Op, Call['method']> = {
   getCard: 'GET',
   listCards: 'GET',
   changeCardStatus: 'PATCH',
+  listEvents: 'GET',
+  getEvent: 'GET',
 };
 const isLifeOp = (op: Op): op is LifeOp => (LIFE_OPS as Op[]).includes(op);
+const isEventOp = (op: Op): op is EventOp => (EVENT_OPS as Op[]).includes(op);
 
 interface Call {
   method: 'GET' | 'POST' | 'PATCH';
@@ -166,6 +177,10 @@ function valid(op: Op, session?: Session): Call {
       return { method: 'GET', url: CARDS, headers: bearer };
     case 'changeCardStatus':
       return { method: 'PATCH', url: ONE_CARD, headers: { ...json, ...bearer }, payload: JSON.stringify({ status: 'inactive' }) };
+    case 'listEvents':
+      return { method: 'GET', url: EVENTS, headers: bearer };
+    case 'getEvent':
+      return { method: 'GET', url: ONE_EVENT, headers: bearer };
   }
 }
 
@@ -218,10 +233,10 @@ describe('real answers against docs/openapi.json', () => {
   let connector: RunningSandboxConnector;
   let main: TestGateway;
   let rotated: TestGateway;
-  /** The card lifecycle's gateway: same clock and store, the in-memory connector, cred-full also holding cards:read and cards:update. */
+  /** The card lifecycle's gateway: same clock and store, the in-memory connector, cred-full also holding cards:read, cards:update and events:read. */
   let life: TestGateway;
   let lifeConnector: MemoryConnector;
-  const gatewayFor = (op: Op): TestGateway => (isLifeOp(op) ? life : main);
+  const gatewayFor = (op: Op): TestGateway => (isLifeOp(op) || isEventOp(op) ? life : main);
   let staleToken: string;
   const tokens: Record<'full' | 'ranged' | 'inactive' | 'noPerms' | 'createOnly' | 'revoked', string> = {
     full: '',
@@ -258,7 +273,7 @@ describe('real answers against docs/openapi.json', () => {
       store,
       connector: lifeConnector,
       credentials: DEFAULT_CREDENTIALS.map((credential) =>
-        credential.id === 'cred-full' ? { ...credential, permissions: [...credential.permissions, 'cards:read', 'cards:update'] } : credential,
+        credential.id === 'cred-full' ? { ...credential, permissions: [...credential.permissions, 'cards:read', 'cards:update', 'events:read'] } : credential,
       ),
       overrides: {
         ...overrides,
@@ -354,6 +369,13 @@ describe('real answers against docs/openapi.json', () => {
       observe({ operationId: op }, await send(gw, withHeaders(call, { authorization: `Bearer ${tokens.ranged}` })), 'permission_denied');
     });
 
+    it.each(EVENT_OPS)('%s: without events:read, which no card permission implies', async (op) => {
+      // main's cred-full holds every card permission it has, but not events:read.
+      const denied = await send(main, valid(op, { accessToken: tokens.full, refreshToken: '' }));
+      observe({ operationId: op }, denied, 'permission_denied');
+      expect((JSON.parse(denied.body) as { message: string }).message).toBe('Permission events:read is required');
+    });
+
     it('createCard: without cards:create, and revealDetails without cards:reveal', async () => {
       const call = valid('createCard', { accessToken: tokens.noPerms, refreshToken: '' });
       observe({ operationId: 'createCard' }, await send(main, call), 'permission_denied');
@@ -391,8 +413,11 @@ describe('real answers against docs/openapi.json', () => {
       getCard: { outage: 'limiter', bug: 'limiter' },
       listCards: { outage: 'limiter', bug: 'limiter' },
       changeCardStatus: { outage: 'limiter', bug: 'limiter' },
+      // Past the limiter: the event log itself (events.scan, events.get) fails.
+      listEvents: { outage: 'events', bug: 'events' },
+      getEvent: { outage: 'events', bug: 'events' },
     };
-    it.each([...BODY_OPS, 'getCard', 'listCards'] as Op[])('%s: the shared store is down (503), or fails unexpectedly (500)', async (op) => {
+    it.each([...BODY_OPS, 'getCard', 'listCards', ...EVENT_OPS] as Op[])('%s: the shared store is down (503), or fails unexpectedly (500)', async (op) => {
       const parts = faults[op as Exclude<Op, 'getJwks'>];
       const call = async () => valid(op, op === 'refresh' || op === 'logout' ? await session() : { accessToken: tokens.full, refreshToken: '' });
       const outage = await call();
@@ -546,6 +571,68 @@ describe('real answers against docs/openapi.json', () => {
         observe({ operationId: 'listCards' }, await send(limited, limitedCall('listCards')), 'rate_limited');
         observe({ operationId: 'changeCardStatus' }, await send(limited, limitedCall('changeCardStatus')));
         observe({ operationId: 'changeCardStatus' }, await send(limited, limitedCall('changeCardStatus')), 'rate_limited');
+      } finally {
+        await limited.close();
+      }
+    });
+
+    it('the events: listed and read; refused as not found, bad query, bad cursor, or limited', async () => {
+      const bearer = { accessToken: tokens.full, refreshToken: '' };
+      // Events of its own: a card created and frozen through the lifecycle gateway records card.created and card.status_changed.
+      const created = await send(life, valid('createCard', bearer));
+      expect(created.statusCode, created.body).toBe(201);
+      const { cardId } = JSON.parse(created.body) as { cardId: string };
+      const frozen = await send(life, { ...valid('changeCardStatus', bearer), url: `${CARDS}/${cardId}` });
+      expect(frozen.statusCode, frozen.body).toBe(200);
+
+      const listed = await send(life, { ...valid('listEvents', bearer), url: `${EVENTS}?cardId=${cardId}` });
+      observe({ operationId: 'listEvents' }, listed);
+      const page = JSON.parse(listed.body) as { data: { id: string; type: string }[]; nextCursor: string | null };
+      expect(page.data.map((event) => event.type)).toEqual(['card.status_changed', 'card.created']);
+      for (const event of page.data) {
+        const one = await send(life, { ...valid('getEvent', bearer), url: `${EVENTS}/${event.id}` });
+        observe({ operationId: 'getEvent' }, one);
+        expect(JSON.parse(one.body)).toEqual(event);
+      }
+      const firstPage = await send(life, { ...valid('listEvents', bearer), url: `${EVENTS}?cardId=${cardId}&limit=1` });
+      observe({ operationId: 'listEvents' }, firstPage);
+      const { nextCursor } = JSON.parse(firstPage.body) as { nextCursor: string | null };
+      expect(nextCursor).toEqual(expect.any(String));
+      observe(
+        { operationId: 'listEvents' },
+        await send(life, { ...valid('listEvents', bearer), url: `${EVENTS}?cardId=${cardId}&limit=1&cursor=${encodeURIComponent(nextCursor!)}` }),
+      );
+
+      observe({ operationId: 'getEvent' }, await send(life, valid('getEvent', bearer)), 'event_not_found');
+      observe({ operationId: 'getEvent' }, await send(life, { ...valid('getEvent', bearer), url: `${EVENTS}/not-an-event-id` }), 'event_not_found');
+      observe({ operationId: 'listEvents' }, await send(life, { ...valid('listEvents', bearer), url: `${EVENTS}?limit=0` }), 'validation_failed');
+      observe({ operationId: 'listEvents' }, await send(life, { ...valid('listEvents', bearer), url: `${EVENTS}?type=card.frozen` }), 'validation_failed');
+      observe(
+        { operationId: 'listEvents' },
+        await send(life, { ...valid('listEvents', bearer), url: `${EVENTS}?createdAfter=2026-11-23T00:00:00Z&createdBefore=2026-11-22T00:00:00Z` }),
+        'validation_failed',
+      );
+      observe({ operationId: 'listEvents' }, await send(life, { ...valid('listEvents', bearer), url: `${EVENTS}?cursor=c1.forged` }), 'invalid_cursor');
+      // A cursor opens only with the filters it was sealed for.
+      observe(
+        { operationId: 'listEvents' },
+        await send(life, { ...valid('listEvents', bearer), url: `${EVENTS}?limit=1&cursor=${encodeURIComponent(nextCursor!)}` }),
+        'invalid_cursor',
+      );
+
+      const limited = await createTestGateway({
+        clock,
+        credentials: DEFAULT_CREDENTIALS.map((credential) =>
+          credential.id === 'cred-full' ? { ...credential, permissions: [...credential.permissions, 'events:read'] } : credential,
+        ),
+        overrides: { rateLimits: { cardReads: { points: 1, windowSeconds: 60 } } },
+      });
+      try {
+        const token = await mintToken(limited, 'full');
+        const limitedCall = (op: EventOp) => valid(op, { accessToken: token, refreshToken: '' });
+        observe({ operationId: 'listEvents' }, await send(limited, limitedCall('listEvents')));
+        observe({ operationId: 'listEvents' }, await send(limited, limitedCall('listEvents')), 'rate_limited');
+        observe({ operationId: 'getEvent' }, await send(limited, limitedCall('getEvent')), 'rate_limited');
       } finally {
         await limited.close();
       }

@@ -8,10 +8,11 @@ import { builtEntryPoints, gatewayCli, REPO } from './support.js';
  * A config with `environment: local` gets the secrets it names generated where it names them,
  * resolved from its own folder like every reference: the shipped config/local.yaml in
  * config/.local/, a copy of it in a .local/ beside the copy, never in `<config folder>/../.local/`.
- * `--check-config` on a fresh local config generates them too, and passes.
+ * `--check-config` on a fresh local config generates them too (the event secrets with them, D64,
+ * D65), and passes.
  */
 
-const NAMES = ['tls.crt', 'tls.key', 'signing.key', 'card-record.key'];
+const NAMES = ['tls.crt', 'tls.key', 'signing.key', 'card-record.key', 'connector-events.secret', 'events-webhook.secret'];
 const scratch: string[] = [];
 
 beforeAll(async () => {
@@ -34,7 +35,7 @@ describe('a copy of the local default config', () => {
     expect(first.code, first.stderr).toBe(0);
     const local = join(copy, '.local');
     expect(first.stderr).toBe(
-      `local config: generated ${[join('elsewhere', '.local', 'tls.crt'), join('elsewhere', '.local', 'tls.key'), join('elsewhere', '.local', 'signing.key'), join('elsewhere', '.local', 'card-record.key')].join(', ')} (keep them out of version control)\n`,
+      `local config: generated ${NAMES.map((name) => join('elsewhere', '.local', name)).join(', ')} (keep them out of version control)\n`,
     );
     expect(first.stdout.trim().split('\n').at(-1)).toBe(`${join(copy, 'gateway.yaml')}: valid (environment local, 1 credentials, 2 issuing accounts)`);
     for (const name of NAMES) expect((statSync(join(local, name)).mode & 0o777).toString(8), name).toBe('600');

@@ -70,7 +70,7 @@ describe('reload bookkeeping of the running gateway', () => {
       restartNeededFor: ['tls'],
     });
     // The sections the reload did apply, from the one list of them.
-    expect(line['applied']).toEqual(['allowlist', 'allowlistWideRangesAllowed', 'trustedProxies', 'credentialsFile', 'issuingAccounts']);
+    expect(line['applied']).toEqual(['allowlist', 'allowlistWideRangesAllowed', 'trustedProxies', 'credentialsFile', 'issuingAccounts', 'events']);
     expect(line['applied']).toEqual([...RELOADABLE_SECTIONS]);
     // Not applied: the listener still presents the certificate it started with.
     expect((await call(`${gateway.httpsUrl}/.well-known/jwks.json`, { ca })).status).toBe(200);
