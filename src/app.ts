@@ -33,6 +33,7 @@ import { holdWithTimer, type RefusalHold } from './edge/request-budget.js';
 import { registerCardRoute } from './edge/routes/card-route.js';
 import { registerCardReadRoutes } from './edge/routes/card-read-routes.js';
 import { registerCardStatusRoute } from './edge/routes/card-status-route.js';
+import { registerEventRoutes } from './edge/routes/event-routes.js';
 import { registerJwksRoute } from './edge/routes/jwks-route.js';
 import { registerLoginRoute } from './edge/routes/login-route.js';
 import { registerLogoutRoute } from './edge/routes/logout-route.js';
@@ -40,6 +41,7 @@ import { registerRefreshRoute } from './edge/routes/refresh-route.js';
 import { ErrorEnvelopeSchema } from './edge/openapi/envelope-schema.js';
 import { openApiOptions } from './edge/openapi/options.js';
 import { installStrictJson } from './edge/strict-json-parser.js';
+import { buildEvents } from './events/install-events.js';
 import type { Clock } from './foundation/clock.js';
 import { buildAdminServer, type ReadinessProbe } from './edge/admin-server.js';
 import type { AuditSink } from './observability/audit.js';
@@ -140,15 +142,18 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
   });
   // The card use cases, each built once on the same ports.
   const pendingRecords = new PendingRecords();
+  const cursors = new CardCursorSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys);
+  const events = buildEvents({ config, store: store.events, clock, logger, cursors });
   const cards: CardPorts = {
     store,
     clock,
     connector,
     outcomes,
     sealer: new CardSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys),
-    cursors: new CardCursorSealer(config.cards.encryptionKey, config.cards.previousEncryptionKeys),
+    cursors,
     live,
     pendingRecords,
+    events: events.cards,
     settings: config,
   };
   const createCard = cardCreation(cards);
@@ -233,6 +238,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     registerCardRoute(scope, createCard, config.cards);
     registerCardReadRoutes(scope, { readCard, listCards });
     registerCardStatusRoute(scope, changeCardStatus, config.cards);
+    registerEventRoutes(scope, events.reading);
     deps.extend?.protected?.(scope);
   });
 
@@ -277,6 +283,7 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
     reload: (next, context = { correlationId: randomUUID(), clientAddress: 'local' }) => {
       const previous = live.current.credentials;
       live.apply(next);
+      events.reload(next);
       return revocations.applied(previous, next.credentials, context);
     },
     flushAudit: () => audit.flushDenials(),

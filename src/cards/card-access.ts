@@ -30,6 +30,9 @@ const NEEDS = {
 
 export type CardOperation = keyof typeof NEEDS;
 
+/** Reading events back (D66): a permission of its own, implied by none of the card ones. */
+export const EVENT_READ_NEEDS: readonly PermissionNeed[] = Object.freeze([need('events:read')]);
+
 export const NOT_CREATOR = 'Only the credential that created this card can reveal its details';
 
 /** The permissions `operation` needs, in the order they are checked; `reveal` adds cards:reveal (D13). */

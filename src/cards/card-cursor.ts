@@ -18,9 +18,15 @@ const HKDF_INFO = Buffer.from('card-gateway list cursor v1', 'utf8');
 
 const deriveKey = (key: Buffer): Buffer => Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), HKDF_INFO, 32));
 
-/** The associated data: every member of the binding, in one unambiguous spelling (JSON of an array). */
-const aad = (binding: CursorBinding): Buffer =>
-  Buffer.from(JSON.stringify([binding.issuingAccount, binding.status ?? null, binding.createdAfter ?? null, binding.createdBefore ?? null]), 'utf8');
+/** What a sealed cursor is bound to, in one unambiguous spelling (JSON of an array): its associated data. */
+export type BindingParts = readonly (string | null)[];
+
+const cardParts = (binding: CursorBinding): BindingParts => [
+  binding.issuingAccount,
+  binding.status ?? null,
+  binding.createdAfter ?? null,
+  binding.createdBefore ?? null,
+];
 
 /** base64url that decodes to bytes which encode back to the same text: no second spelling of one cursor. */
 function canonicalBytes(text: string): Buffer | undefined {
@@ -49,24 +55,36 @@ export class CardCursorSealer {
   }
 
   seal(connectorCursor: string, binding: CursorBinding): string {
-    const iv = randomBytes(IV_LENGTH);
-    const cipher = createCipheriv('aes-256-gcm', this.#current.key, iv);
-    cipher.setAAD(aad(binding));
-    const body = Buffer.concat([cipher.update(connectorCursor, 'utf8'), cipher.final(), cipher.getAuthTag()]);
-    return [VERSION, this.#current.kid, iv.toString('base64url'), body.toString('base64url')].join('.');
+    return this.sealBound(connectorCursor, cardParts(binding));
   }
 
   /** The connector's cursor, or undefined when this cursor does not open for this binding (400 invalid_cursor). */
   open(sealed: string, binding: CursorBinding): string | undefined {
-    const parts = sealed.split('.');
-    if (parts.length !== 4 || parts[0] !== VERSION) return undefined;
-    const key = this.#byKid.get(parts[1]!);
-    const iv = canonicalBytes(parts[2]!);
-    const body = canonicalBytes(parts[3]!);
+    return this.openBound(sealed, cardParts(binding));
+  }
+
+  /**
+   * Seals any position under any binding: the event listing (events/read-events.ts) binds its
+   * own filters, with a first part no card listing has, so neither opens the other's cursors.
+   */
+  sealBound(position: string, parts: BindingParts): string {
+    const iv = randomBytes(IV_LENGTH);
+    const cipher = createCipheriv('aes-256-gcm', this.#current.key, iv);
+    cipher.setAAD(Buffer.from(JSON.stringify(parts), 'utf8'));
+    const body = Buffer.concat([cipher.update(position, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    return [VERSION, this.#current.kid, iv.toString('base64url'), body.toString('base64url')].join('.');
+  }
+
+  openBound(sealed: string, parts: BindingParts): string | undefined {
+    const pieces = sealed.split('.');
+    if (pieces.length !== 4 || pieces[0] !== VERSION) return undefined;
+    const key = this.#byKid.get(pieces[1]!);
+    const iv = canonicalBytes(pieces[2]!);
+    const body = canonicalBytes(pieces[3]!);
     if (!key || iv?.length !== IV_LENGTH || !body || body.length < TAG_LENGTH) return undefined;
     try {
       const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_LENGTH });
-      decipher.setAAD(aad(binding));
+      decipher.setAAD(Buffer.from(JSON.stringify(parts), 'utf8'));
       decipher.setAuthTag(body.subarray(body.length - TAG_LENGTH));
       return Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_LENGTH)), decipher.final()]).toString('utf8');
     } catch {

@@ -43,6 +43,12 @@ export interface IssuedCard {
 /** Forwards a request whose key this process holds; rejects with a ConnectorError when the forward failed. */
 export type Forward<R extends ClaimRequest> = (request: R, previous: ClaimAttempt | undefined) => Promise<IssuedCard>;
 
+/**
+ * Told of a card this process forwarded, in the same turn as its record's write (so that what it
+ * writes travels with the record, D64); its promise settles when that write did, never rejects.
+ */
+export type Announce<R extends ClaimRequest> = (request: R, issued: IssuedCard) => Promise<void>;
+
 type ClaimSettings = {
   connector: Pick<GatewayConfig['connector'], 'timeoutMs'>;
   cards: Pick<GatewayConfig['cards'], 'maxWaitersPerKey' | 'idempotencyTtlSeconds'>;
@@ -99,6 +105,7 @@ export class CardClaims<R extends ClaimRequest> {
   constructor(
     private readonly deps: { store: GatewayStore; clock: Clock; outcomes: Outcomes; settings: ClaimSettings; pendingRecords: PendingRecords },
     private readonly forward: Forward<R>,
+    private readonly announce?: Announce<R>,
   ) {
     const { store } = deps.settings;
     this.#answerAfterRecord = store.kind === 'redis' && store.replicasToAck > 0;
@@ -218,7 +225,8 @@ export class CardClaims<R extends ClaimRequest> {
         // this card back, so a late record costs no duplicate.
         outcomes.record({ name: 'card.record_deferred', cardId: issued.record.card.cardId, reason: (error as Error).message }, request.context);
       });
-    const recorded = pendingRecords.track(recordKey, issued.record, write);
+    const announced = this.announce?.(request, issued);
+    const recorded = pendingRecords.track(recordKey, issued.record, announced ? Promise.all([write, announced]) : write);
     if (this.#answerAfterRecord) await recorded;
     return { issued, recorded };
   }

@@ -5,6 +5,7 @@ import type { Clock } from '../foundation/clock.js';
 import type { Outcomes } from '../observability/outcomes.js';
 import type { GatewayStore } from '../store/store-types.js';
 import type { CardCursorSealer } from './card-cursor.js';
+import type { CardEvents } from './card-events.js';
 import type { CardSealer } from './card-sealing.js';
 import type { PendingRecords } from './pending-records.js';
 
@@ -25,6 +26,8 @@ export interface CardPorts {
   readonly live: LiveSettings;
   /** Creation's idempotency records answered but not yet acknowledged by the store: reveal reads them, shutdown waits for them. */
   readonly pendingRecords: PendingRecords;
+  /** card.created and card.status_changed (D64), sent with the card's own write. */
+  readonly events: CardEvents;
   readonly settings: {
     readonly connector: GatewayConfig['connector'];
     readonly cards: GatewayConfig['cards'];

@@ -34,7 +34,8 @@ export type ChangeCardStatus = (input: ChangeCardStatusInput) => Promise<CardSta
  * to one with `cards:update` alone, the id and the statuses (D56, D47).
  */
 export function cardStatusChanging(ports: CardPorts): ChangeCardStatus {
-  const { connector, outcomes } = ports;
+  const { connector, outcomes, events } = ports;
+  const awaitEvents = ports.settings.store.kind === 'redis' && ports.settings.store.replicasToAck > 0;
   const readNeeds = cardPermissions('read', false);
 
   return async function changeCardStatus(input) {
@@ -60,6 +61,11 @@ export function cardStatusChanging(ports: CardPorts): ChangeCardStatus {
         { name: 'card.status_change', credential: credential.id, cardId: card.cardId, from: previousStatus, to: card.status, changed, reason: change.reason },
         input,
       );
+      if (changed) {
+        const announced = events.statusChanged(account, { card: cardRecordAnswer(card), previousStatus, reason: change.reason, credentialId: credential.id });
+        // With replicasToAck the operator asked for writes on replicas before the answer (D35, D66).
+        if (awaitEvents) await announced;
+      }
       if (missingPermission(credential, readNeeds)) return { cardId: card.cardId, status: card.status, previousStatus };
       return { ...cardRecordAnswer(card), previousStatus };
     });

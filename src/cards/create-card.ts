@@ -37,7 +37,16 @@ export type CreateCard = (input: CreateCardInput) => Promise<CardResult>;
  */
 export function cardCreation(ports: CardPorts): CreateCard {
   const { live, sealer, outcomes } = ports;
-  const claims = new CardClaims<CreationRequest>(ports, (request, previous) => forwardCreation(ports, request, previous));
+  const claims = new CardClaims<CreationRequest>(
+    ports,
+    (request, previous) => forwardCreation(ports, request, previous),
+    (request, issued) =>
+      ports.events.created(request.issuingAccount, {
+        ...cardAnswer(issued.record.card, undefined),
+        requestId: request.requestId,
+        metadata: request.body.metadata ?? {},
+      }),
+  );
 
   return async function createCard(input) {
     const { credential, body, reveal } = input;

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CardRecordKey, Listener, Millis, Port, PositiveInt, Secret, Window } from './schema-primitives.js';
+import { EventsSchema } from './events-schema.js';
 import { StoreSchema } from './store-schema.js';
 
 export { SecretRefSchema, type SecretRef } from './schema-primitives.js';
@@ -36,6 +37,22 @@ export const ConfigFileSchema = Type.Object(
             description:
               "the admin listener: `/metrics`, `/healthz`, `/readyz`, `/openapi.json` (D22), without authentication. The examples use 8442, beside the API's 8443: no usual neighbour of a gateway (Prometheus, Alertmanager, exporters, Grafana, cAdvisor, the OpenTelemetry Collector, Envoy) listens there by default",
           },
+        ),
+        connector: Type.Optional(
+          Type.Object(
+            {
+              host: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address to listen on; the connector must reach it' }),
+              port: Port,
+              clientCa: Type.Optional(
+                Secret('the CA whose client certificates the listener accepts: mutual TLS, the connector presents a certificate it issued'),
+              ),
+            },
+            {
+              additionalProperties: false,
+              description:
+                "the connector listener (D64): HTTPS with the API's certificate, `POST /v1/events` only, where the connector posts processor-side events. Authenticated by mutual TLS (`clientCa`) or `connector.eventsSecret`, or both; production refuses it with neither. The examples use 8444",
+            },
+          ),
         ),
       },
       { additionalProperties: false, description: 'where the gateway listens' },
@@ -116,6 +133,9 @@ export const ConfigFileSchema = Type.Object(
           ),
         ),
         sharedSecret: Type.Optional(Secret('sent as `X-Gateway-Secret`, where the connector wants a gateway-held secret instead of mutual TLS')),
+        eventsSecret: Type.Optional(
+          Secret('the secret the connector sends as `X-Connector-Secret` with every event it posts to the connector listener (D64), compared in constant time'),
+        ),
         startSandbox: Type.Boolean({
           default: false,
           description:
@@ -294,6 +314,7 @@ export const ConfigFileSchema = Type.Object(
       },
       { additionalProperties: false, default: {}, description: 'the SIGTERM sequence (D38)' },
     ),
+    events: EventsSchema,
     logging: Type.Object(
       {
         level: Type.Union(

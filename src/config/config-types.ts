@@ -3,6 +3,7 @@ import type { AddressRanges } from '../foundation/address-ranges.js';
 import type { DeepReadonly } from '../foundation/deep-freeze.js';
 import type { ConfigFile } from './config-schema.js';
 import type { CredentialDirectory } from './credentials-file.js';
+import type { EventSettings } from './sections/events.js';
 import type { RedisStoreConfig } from './store-config.js';
 
 /** Where `{ env: NAME }` secret references are read from: `process.env` unless a test injects one. */
@@ -27,7 +28,7 @@ export interface TlsSettings {
   certificateExpiresAt: number;
 }
 
-export type ConnectorSettings = Omit<ConfigFile['connector'], 'tls' | 'sharedSecret'> & {
+export type ConnectorSettings = Omit<ConfigFile['connector'], 'tls' | 'sharedSecret' | 'eventsSecret'> & {
   tls:
     | {
         ca?: Buffer;
@@ -38,6 +39,13 @@ export type ConnectorSettings = Omit<ConfigFile['connector'], 'tls' | 'sharedSec
       }
     | undefined;
   sharedSecret: string | undefined;
+  /** `X-Connector-Secret` the connector sends with its events (D64). */
+  eventsSecret?: string | undefined;
+};
+
+/** The listeners, the connector listener's client CA read (D64). */
+export type ListenerSettings = Omit<ConfigFile['listeners'], 'connector'> & {
+  connector: (Omit<NonNullable<ConfigFile['listeners']['connector']>, 'clientCa'> & { clientCa: Buffer | undefined }) | undefined;
 };
 
 export type TokenSettings = Omit<ConfigFile['tokens'], 'signingKey' | 'verificationKeys'> & {
@@ -59,7 +67,7 @@ export type CardSettings = Omit<ConfigFile['cards'], 'encryptionKey' | 'previous
 export interface ResolvedConfig {
   file: string;
   environment: ConfigFile['environment'];
-  listeners: ConfigFile['listeners'];
+  listeners: ListenerSettings;
   tls: TlsSettings;
   edge: ConfigFile['edge'];
   trustedProxies: AddressRanges;
@@ -76,6 +84,7 @@ export interface ResolvedConfig {
   issuingAccounts: ReadonlyMap<string, ReadonlySet<string>>;
   cards: CardSettings;
   audit: ConfigFile['audit'];
+  events: EventSettings;
   logging: ConfigFile['logging'];
   shutdown: ConfigFile['shutdown'];
   /** Unsafe settings tolerated outside production (D32) and certificates near their end (D51): logged as warnings. */

@@ -8,7 +8,7 @@ import { accept, child, entries, members } from './schema-parts.js';
 import { parsePasswordHash, passwordHashFingerprint, unknownUserHash, type ParsedHash } from '../foundation/password-hash.js';
 
 /** Each permission stands alone: none implies another (a credential holds exactly what its entry lists). */
-export const PERMISSIONS = ['cards:create', 'cards:reveal', 'cards:read', 'cards:update'] as const;
+export const PERMISSIONS = ['cards:create', 'cards:reveal', 'cards:read', 'cards:update', 'events:read'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const CredentialsFileSchema = Type.Object(
@@ -26,7 +26,7 @@ export const CredentialsFileSchema = Type.Object(
           issuingAccount: Type.String({ minLength: 1, description: "one of the config's `issuingAccounts`" }),
           permissions: Type.Array(Type.Union(PERMISSIONS.map((p) => Type.Literal(p))), {
             uniqueItems: true,
-            description: 'what the credential may do, exactly: none implies another (cards:create, cards:reveal, cards:read, cards:update)',
+            description: 'what the credential may do, exactly: none implies another (cards:create, cards:reveal, cards:read, cards:update, events:read)',
           }),
           addressRanges: Type.Array(Type.String(), {
             default: [],

@@ -24,6 +24,8 @@ export const RELOADABLE_SECTIONS: ReadonlySet<keyof ConfigFile> = new Set([
   'trustedProxies',
   'credentialsFile',
   'issuingAccounts',
+  // Webhook endpoints and their secrets, retention, delivery settings (D65): events/install-events.ts.
+  'events',
 ] as const);
 
 /**

@@ -12,6 +12,7 @@ import { accept } from './schema-parts.js';
 import { loadCards } from './sections/cards.js';
 import { loadConnector } from './sections/connector.js';
 import { loadCredentialsFile, loadIssuingAccounts } from './sections/credentials.js';
+import { loadEvents } from './sections/events.js';
 import { rangesLoader } from './sections/ranges.js';
 import { loadAudit, loadEdge, loadListeners, loadLimits, loadLogging, loadPasswordHashing, loadRateLimits, loadShutdown } from './sections/settings.js';
 import { loadStore } from './sections/store.js';
@@ -62,6 +63,7 @@ export async function loadConfig(file: string, env: Environment = process.env, o
     issuingAccounts: await section(loadIssuingAccounts, root['issuingAccounts']),
     cards: await section(loadCards, root['cards']),
     credentials: await section((raw, context) => loadCredentialsFile(raw, root['issuingAccounts'], context), root['credentialsFile']),
+    events: await section((raw, context) => loadEvents(raw, root['issuingAccounts'], context), root['events']),
     audit: await section(loadAudit, root['audit']),
     logging: await section(loadLogging, root['logging']),
     shutdown: await section(loadShutdown, root['shutdown']),

@@ -17,6 +17,9 @@ export interface LocalSecretPaths {
   cardRecordKey?: string;
   /** The audit file: its folder is made, the file is the audit trail's own. */
   auditFile?: string;
+  /** `connector.eventsSecret` (D64) and every webhook endpoint's secrets (D65): random values. */
+  connectorEventsSecret?: string;
+  webhookSecrets?: string[];
 }
 
 /** The `{ file }` reference at `path` of the parsed config, resolved from `baseDir`. */
@@ -39,7 +42,7 @@ export async function localSecretPaths(configFile: string): Promise<LocalSecretP
   if (child(root, 'environment') !== 'local') return undefined;
   const baseDir = dirname(configFile);
   const paths: LocalSecretPaths = {};
-  const set = (key: keyof LocalSecretPaths, path: readonly string[]) => {
+  const set = (key: Exclude<keyof LocalSecretPaths, 'webhookSecrets'>, path: readonly string[]) => {
     const file = fileAt(root, path, baseDir);
     if (file !== undefined) paths[key] = file;
   };
@@ -48,6 +51,15 @@ export async function localSecretPaths(configFile: string): Promise<LocalSecretP
   set('signingKey', ['tokens', 'signingKey', 'privateKey', 'file']);
   set('cardRecordKey', ['cards', 'encryptionKey', 'key', 'file']);
   set('auditFile', ['audit', 'file']);
+  set('connectorEventsSecret', ['connector', 'eventsSecret', 'file']);
+  const endpoints = child(child(root, 'events'), 'endpoints');
+  const webhookSecrets = (Array.isArray(endpoints) ? endpoints : [])
+    .flatMap((endpoint) => {
+      const secrets = child(endpoint, 'secrets');
+      return Array.isArray(secrets) ? secrets.map((secret) => fileAt(secret, ['file'], baseDir)) : [];
+    })
+    .filter((file): file is string => file !== undefined);
+  if (webhookSecrets.length > 0) paths.webhookSecrets = webhookSecrets;
   return paths;
 }
 
@@ -107,6 +119,16 @@ export async function ensureLocalSecrets(paths: LocalSecretPaths): Promise<strin
   if (paths.cardRecordKey !== undefined && (await missing(paths.cardRecordKey))) {
     await writeSecret(paths.cardRecordKey, randomBytes(32).toString('base64'));
     created.push(paths.cardRecordKey);
+  }
+  if (paths.connectorEventsSecret !== undefined && (await missing(paths.connectorEventsSecret))) {
+    await writeSecret(paths.connectorEventsSecret, randomBytes(32).toString('base64url'));
+    created.push(paths.connectorEventsSecret);
+  }
+  for (const file of paths.webhookSecrets ?? []) {
+    if (!(await missing(file))) continue;
+    // Standard Webhooks' form: `whsec_` and the key in base64 (32 random bytes).
+    await writeSecret(file, `whsec_${randomBytes(32).toString('base64')}`);
+    created.push(file);
   }
   return created;
 }

@@ -41,7 +41,8 @@ export interface OpenDoor {
  * refuses and sandbox warns about: an allowlist that admits the whole internet (or a range wider
  * than a /8 or a /32 that nobody declared deliberate), a trusted proxy range that lets every peer
  * say who the client is, and an unauthenticated admin listener on a non-loopback address that
- * nobody declared exposed (declared, it is a warning everywhere, naming the exposure).
+ * nobody declared exposed (declared, it is a warning everywhere, naming the exposure), and a
+ * connector listener without mutual TLS or a secret (D64).
  */
 export function openDoors(root: unknown): OpenDoor[] {
   const found: OpenDoor[] = [];
@@ -79,6 +80,14 @@ export function openDoors(root: unknown): OpenDoor[] {
     } else {
       refuse('listeners.admin.host', `${serves}; bind it to 127.0.0.1, or set listeners.admin.exposed: true where a network policy keeps it internal`);
     }
+  }
+  // D64: whoever can post to the connector listener writes events partners act on.
+  const connectorListener = child(child(root, 'listeners'), 'connector');
+  if (connectorListener !== undefined && child(connectorListener, 'clientCa') === undefined && child(child(root, 'connector'), 'eventsSecret') === undefined) {
+    refuse(
+      'listeners.connector',
+      'the connector listener accepts events from whoever reaches it: set listeners.connector.clientCa (mutual TLS) or connector.eventsSecret (X-Connector-Secret), or both',
+    );
   }
   return found;
 }

@@ -158,6 +158,12 @@ export const ERROR_CATALOGUE = {
     description: "No card with this id in the caller's issuing account: unknown, malformed, or another account's card (one answer for all three).",
     retry: 'no',
   },
+  event_not_found: {
+    status: 404,
+    message: 'Event not found',
+    description: "No event with this id in the caller's issuing account: unknown, malformed, past its retention, or another account's event (one answer for all).",
+    retry: 'no',
+  },
   method_not_allowed: {
     status: 405,
     message: 'Method not allowed',

@@ -73,6 +73,7 @@ export const errors = {
   addressNotAllowed: () => fail('address_not_allowed'),
   notFound: () => fail('not_found'),
   cardNotFound: () => fail('card_not_found'),
+  eventNotFound: () => fail('event_not_found'),
   invalidCursor: () => fail('invalid_cursor'),
   cardCanceled: () => fail('card_canceled'),
   methodNotAllowed: (allow: string) => fail('method_not_allowed', { headers: { allow } }),

@@ -31,7 +31,26 @@ const KNOWN = {
   addressBudgetRefusals: ['requests_per_second', 'in_flight', 'connections_per_second', 'open_connections'],
   clientErrors: ['malformed_request', 'headers_too_large', 'request_timeout', 'first_request_timeout', 'tls'],
   configReloads: ['success', 'failure'],
-  storeOperations: ['reserve', 'complete', 'release', 'peek', 'rotate', 'revoke', 'create_family', 'limiter', 'lockout', 'not_before', 'ping'],
+  storeOperations: [
+    'reserve',
+    'complete',
+    'release',
+    'peek',
+    'rotate',
+    'revoke',
+    'create_family',
+    'limiter',
+    'lockout',
+    'not_before',
+    'ping',
+    'events.record',
+    'events.read',
+    'events.claim',
+    'events.settle',
+    'events.deliveries',
+    'events.redeliver',
+    'events.backlog',
+  ],
 } as const;
 
 export type StoreOperation = (typeof KNOWN.storeOperations)[number];

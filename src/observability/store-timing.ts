@@ -19,7 +19,7 @@ export function instrumentStore(store: GatewayStore, metrics: GatewayMetrics): G
       return result;
     };
   };
-  const { sessions, idempotency, lockouts, notBefore } = store;
+  const { sessions, idempotency, lockouts, notBefore, events } = store;
   return {
     sessions: {
       createFamily: timed('create_family', (input) => sessions.createFamily(input)),
@@ -42,6 +42,17 @@ export function instrumentStore(store: GatewayStore, metrics: GatewayMetrics): G
     notBefore: {
       raise: timed('not_before', (credentialId, at) => notBefore.raise(credentialId, at)),
       read: timed('not_before', (credentialIds) => notBefore.read(credentialIds)),
+    },
+    events: {
+      record: timed('events.record', (issuingAccount, event, times) => events.record(issuingAccount, event, times)),
+      scan: timed('events.read', (issuingAccount, options) => events.scan(issuingAccount, options)),
+      get: timed('events.read', (issuingAccount, eventId) => events.get(issuingAccount, eventId)),
+      claimDue: timed('events.claim', (endpoint, options) => events.claimDue(endpoint, options)),
+      settle: timed('events.settle', (endpoint, eventId, owner, settlement, times) => events.settle(endpoint, eventId, owner, settlement, times)),
+      deliveries: timed('events.deliveries', (endpoint, options) => events.deliveries(endpoint, options)),
+      delivery: timed('events.deliveries', (endpoint, eventId) => events.delivery(endpoint, eventId)),
+      redeliver: timed('events.redeliver', (endpoint, eventIds, now) => events.redeliver(endpoint, eventIds, now)),
+      backlog: timed('events.backlog', (endpoint) => events.backlog(endpoint)),
     },
     createRateLimiter: (options) => {
       const limiter = store.createRateLimiter(options);

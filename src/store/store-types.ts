@@ -1,4 +1,5 @@
 import type { CardStatus } from '../foundation/card-status.js';
+import type { EventStore } from './event-store.js';
 
 /**
  * Why the shared store cannot serve (D55), in the words of the log lines, `/readyz` and the
@@ -291,6 +292,8 @@ export interface GatewayStore {
   readonly idempotency: IdempotencyStore;
   readonly lockouts: LockoutStore;
   readonly notBefore: NotBeforeStore;
+  /** The event log and the webhook delivery queues (D66). */
+  readonly events: EventStore;
   createRateLimiter(options: LimiterOptions): Limiter;
   /** Rejects with StoreUnavailableError when the store cannot serve (readiness, D22). */
   ping(): Promise<void>;

@@ -59,20 +59,28 @@ describe('OpenAPI description (admin /openapi.json)', () => {
     for (const schema of Object.values(doc.components.schemas)) expect(() => responses.validator(schema)).not.toThrow();
     expect(Object.keys(doc.components.schemas).sort()).toEqual([
       'Card',
+      'CardCreatedEvent',
       'CardPage',
       'CardRecord',
       'CardRequest',
       'CardStatusAnswer',
       'CardStatusChange',
       'CardStatusChanged',
+      'CardStatusChangedEvent',
       'CardStatusSummary',
       'ErrorEnvelope',
+      'Event',
+      'EventPage',
       'JsonWebKeySet',
       'LoggedOut',
       'LoginRequest',
       'RefreshTokenRequest',
       'RefreshedTokens',
       'SessionTokens',
+      'TransactionAuthorizedEvent',
+      'TransactionClearedEvent',
+      'TransactionDeclinedEvent',
+      'TransactionReversedEvent',
     ]);
     // Request and response bodies are references to named schemas, not anonymous inline ones.
     for (const { operation } of operations()) {
@@ -85,7 +93,7 @@ describe('OpenAPI description (admin /openapi.json)', () => {
 
   it('gives every operation a unique operationId, a description, tags and its own security (public ones [])', () => {
     const ids = operations().map(({ operation }) => operation.operationId);
-    expect(ids.sort()).toEqual(['changeCardStatus', 'createCard', 'getCard', 'getJwks', 'listCards', 'login', 'logout', 'refresh']);
+    expect(ids.sort()).toEqual(['changeCardStatus', 'createCard', 'getCard', 'getEvent', 'getJwks', 'listCards', 'listEvents', 'login', 'logout', 'refresh']);
     for (const { path, operation } of operations()) {
       expect(operation.description, path).toBeTruthy();
       expect(operation.tags?.length, path).toBeGreaterThan(0);
@@ -171,6 +179,8 @@ describe('OpenAPI description (admin /openapi.json)', () => {
           getCard: ['200', '403', '404', '500', '502', '503', '504'],
           listCards: ['200', '400', '500', '502', '503', '504'],
           changeCardStatus: ['200', '400', '404', '409', '500', '502', '503', '504'],
+          listEvents: ['200', '400', '500', '503'],
+          getEvent: ['200', '404', '500', '503'],
         };
         const rateLimitHeaders = status === '429' || (afterLimiter[operation.operationId ?? ''] ?? []).includes(status);
         for (const name of ['RateLimit-Policy', 'RateLimit', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])

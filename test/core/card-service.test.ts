@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { NO_CARD_EVENTS } from '../../src/cards/card-events.js';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { NOT_CREATOR } from '../../src/cards/card-access.js';
 import type { CardRequest } from '../../src/cards/card-schemas.js';
@@ -101,6 +102,7 @@ beforeEach(() => {
       live: new LiveSettings(config),
       pendingRecords: new PendingRecords(),
       settings: config,
+      events: NO_CARD_EVENTS,
     }),
     connector,
     store,

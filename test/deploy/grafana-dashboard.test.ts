@@ -50,6 +50,14 @@ describe('Grafana dashboard', () => {
       'gateway_audit_writable',
       'gateway_connections_open',
       'gateway_connections_refused_total',
+      'gateway_events_recorded_total',
+      'gateway_connector_events_total',
+      'gateway_event_deliveries_total',
+      'gateway_event_delivery_duration_seconds_bucket',
+      'gateway_event_backlog',
+      'gateway_event_failed_deliveries',
+      'gateway_event_oldest_pending_age_seconds',
+      'gateway_event_endpoint_stopped',
     ]) {
       expect(all, metric).toContain(metric);
     }

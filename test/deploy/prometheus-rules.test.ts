@@ -55,6 +55,10 @@ describe('alert rules', () => {
       'reason="outsider_cap"',
       // Latency clients feel: the p99 of card creation (issue 32).
       'histogram_quantile(0.99',
+      // Events (issue 33): a backlog that grows, an endpoint failing, an endpoint stopped by a 410.
+      'gateway_event_oldest_pending_age_seconds',
+      'gateway_event_deliveries_total{outcome=~"retry|failed"}',
+      'gateway_event_endpoint_stopped',
     ]) {
       expect(expressions, wanted).toContain(wanted);
     }

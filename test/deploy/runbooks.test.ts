@@ -18,12 +18,14 @@ describe('operator documentation', () => {
       'docs/runbooks/alerts.md',
       'docs/runbooks/connector-outage.md',
       'docs/runbooks/credentials.md',
+      'docs/runbooks/events.md',
       'docs/runbooks/rotate-card-record-key.md',
       'docs/runbooks/rotate-signing-key.md',
       'docs/runbooks/rotate-tls-certificate.md',
       'docs/runbooks/shutdown-and-rollout.md',
       'docs/runbooks/store-outage.md',
       'docs/operations/redis.md',
+      'docs/operations/events.md',
     ].filter((path) => !existsSync(repoPath(path)));
     expect(missing).toEqual([]);
   });

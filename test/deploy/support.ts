@@ -111,6 +111,15 @@ export const METRIC_CATALOGUE: ReadonlySet<string> = new Set([
   'gateway_store_down_reason',
   'gateway_store_operation_failures_total',
   'gateway_store_memory_used_ratio',
+  // D63-D66 (issue 33): events and their deliveries
+  'gateway_events_recorded_total',
+  'gateway_connector_events_total',
+  'gateway_event_deliveries_total',
+  'gateway_event_delivery_duration_seconds',
+  'gateway_event_backlog',
+  'gateway_event_failed_deliveries',
+  'gateway_event_oldest_pending_age_seconds',
+  'gateway_event_endpoint_stopped',
   // prom-client defaults used by the dashboard
   'process_cpu_seconds_total',
   'process_resident_memory_bytes',

@@ -8,7 +8,7 @@ import { InterceptedStore, type InterceptedPart } from './intercepted-store.js';
  * held (`hold`): its calls wait until the test releases them, then reach the real store or fail.
  */
 export type StoreFault = 'unavailable' | 'broken' | undefined;
-export type StorePart = 'sessions' | 'idempotency' | 'lockouts' | 'limiter';
+export type StorePart = 'sessions' | 'idempotency' | 'lockouts' | 'events' | 'limiter';
 
 /** Calls of one store method kept waiting by the test: a state to assert on, not a race. */
 export interface HeldCalls {

@@ -1,7 +1,7 @@
 import type { GatewayStore, Limiter, LimiterOptions, StoreDescription, StoreEvent } from '../../src/store/store-types.js';
 
 /** The parts of the store port whose calls a test may intercept. */
-export type InterceptedPart = 'sessions' | 'idempotency' | 'lockouts' | 'notBefore' | 'limiter';
+export type InterceptedPart = 'sessions' | 'idempotency' | 'lockouts' | 'notBefore' | 'events' | 'limiter';
 
 /**
  * A real store with every call through its parts (and its rate limiters' `consume`) passed to
@@ -14,12 +14,14 @@ export abstract class InterceptedStore implements GatewayStore {
   readonly idempotency: GatewayStore['idempotency'];
   readonly lockouts: GatewayStore['lockouts'];
   readonly notBefore: GatewayStore['notBefore'];
+  readonly events: GatewayStore['events'];
 
   constructor(readonly inner: GatewayStore) {
     this.sessions = this.#intercepted('sessions', inner.sessions);
     this.idempotency = this.#intercepted('idempotency', inner.idempotency);
     this.lockouts = this.#intercepted('lockouts', inner.lockouts);
     this.notBefore = this.#intercepted('notBefore', inner.notBefore);
+    this.events = this.#intercepted('events', inner.events);
   }
 
   /** Called instead of the inner store's `part.method`; `call` runs it. */

@@ -31,6 +31,8 @@ export const LIFECYCLE_CREDENTIALS: TestCredential[] = [
   { id: 'cred-reader', username: 'reader', password: PASSWORD, issuingAccount: 'acct-eu', permissions: ['cards:read'] },
   { id: 'cred-updater', username: 'updater', password: PASSWORD, issuingAccount: 'acct-eu', permissions: ['cards:update'] },
   { id: 'cred-life-uk', username: 'life-uk', password: PASSWORD, issuingAccount: 'acct-uk', permissions: ['cards:create', 'cards:read', 'cards:update'] },
+  { id: 'cred-events', username: 'events', password: PASSWORD, issuingAccount: 'acct-eu', permissions: ['events:read'] },
+  { id: 'cred-events-uk', username: 'events-uk', password: PASSWORD, issuingAccount: 'acct-uk', permissions: ['events:read'] },
 ];
 
 export const CARD = (cardId: string): string => `${CARDS}/${encodeURIComponent(cardId)}`;

@@ -13,7 +13,7 @@ const CONNECTOR = ConfigFileSchema.properties.connector;
  */
 export async function loadConnector(raw: unknown, context: SectionContext): Promise<ConnectorSettings | undefined> {
   const { problems } = context;
-  const { url, startSandbox, sharedSecret: sharedSecretRef } = members(CONNECTOR, raw);
+  const { url, startSandbox, sharedSecret: sharedSecretRef, eventsSecret: eventsSecretRef } = members(CONNECTOR, raw);
   const tlsRaw = child(raw, 'tls');
   const tlsRefs = members(CONNECTOR.properties.tls, tlsRaw);
   const ca = await context.secret('connector.tls.ca', tlsRefs.ca, 'public');
@@ -31,6 +31,8 @@ export async function loadConnector(raw: unknown, context: SectionContext): Prom
   if (startSandbox && url?.startsWith('https:'))
     problems.add('connector.url', 'the in-process sandbox connector (connector.startSandbox) listens on plain http://; use an http:// url with it');
   const sharedSecret = (await context.secret('connector.sharedSecret', sharedSecretRef, 'private'))?.toString('utf8').trim();
+  const eventsSecret = (await context.secret('connector.eventsSecret', eventsSecretRef, 'private'))?.toString('utf8').trim();
+  if (eventsSecret !== undefined && eventsSecret.length < 32) problems.add('connector.eventsSecret', 'is shorter than 32 characters');
 
   const whole = accept(CONNECTOR, raw);
   if (!whole) return undefined;
@@ -42,5 +44,6 @@ export async function loadConnector(raw: unknown, context: SectionContext): Prom
       ...(client && { cert: client.cert, key: client.key, certificateExpiresAt: client.expiresAt }),
     },
     sharedSecret,
+    eventsSecret,
   };
 }

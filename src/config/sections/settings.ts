@@ -2,7 +2,8 @@ import { resolve } from 'node:path';
 import { ConfigFileSchema } from '../config-schema.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { SectionContext } from '../load-context.js';
-import { accept } from '../schema-parts.js';
+import { parseCertificates } from '../certificates.js';
+import { accept, child } from '../schema-parts.js';
 
 /**
  * The sections that are settings only (no file to read, nothing to resolve): each is what the
@@ -11,7 +12,16 @@ import { accept } from '../schema-parts.js';
 
 const SCHEMA = ConfigFileSchema.properties;
 
-export const loadListeners = async (raw: unknown): Promise<ResolvedConfig['listeners'] | undefined> => accept(SCHEMA.listeners, raw);
+/** `listeners`: the connector listener's client CA read (mutual TLS, D64). */
+export async function loadListeners(raw: unknown, context: SectionContext): Promise<ResolvedConfig['listeners'] | undefined> {
+  const clientCaRef = accept(SCHEMA.listeners.properties.connector, child(raw, 'connector'))?.clientCa;
+  const clientCa = await context.secret('listeners.connector.clientCa', clientCaRef, 'public');
+  if (clientCa) await context.problems.capture('listeners.connector.clientCa', () => parseCertificates(clientCa));
+  const listeners = accept(SCHEMA.listeners, raw);
+  if (!listeners) return undefined;
+  const { connector, ...rest } = listeners;
+  return { ...rest, connector: connector && { host: connector.host, port: connector.port, clientCa } };
+}
 export const loadEdge = async (raw: unknown): Promise<ResolvedConfig['edge'] | undefined> => accept(SCHEMA.edge, raw);
 export const loadRateLimits = async (raw: unknown): Promise<ResolvedConfig['rateLimits'] | undefined> => accept(SCHEMA.rateLimits, raw);
 export const loadLimits = async (raw: unknown): Promise<ResolvedConfig['limits'] | undefined> => accept(SCHEMA.limits, raw);

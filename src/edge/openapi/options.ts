@@ -1,5 +1,6 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { decorateOpenApi, type Document } from './decorate.js';
+import { eventWebhooks } from './webhooks.js';
 
 const DESCRIPTION = `The card issuing gateway's public API: log in with operator-issued credentials, keep the session alive with refresh, and create virtual cards idempotently.
 
@@ -28,6 +29,7 @@ export function openApiOptions(version: string): FastifyDynamicSwaggerOptions {
       tags: [
         { name: 'auth', description: 'Sessions: log in, refresh, log out, and the public keys that verify ID tokens.' },
         { name: 'cards', description: 'Virtual cards.' },
+        { name: 'events', description: 'What happened to the cards: read back here, and delivered to webhook endpoints (see webhooks).' },
       ],
       components: {
         securitySchemes: {
@@ -37,13 +39,19 @@ export function openApiOptions(version: string): FastifyDynamicSwaggerOptions {
             bearerFormat: 'JWT',
             description: 'The accessToken of login or refresh, as `Authorization: Bearer <accessToken>`. Never in the URL.',
           },
+          webhookSignature: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'webhook-signature',
+            description: "How a receiver authenticates the gateway's webhooks: the Standard Webhooks signature, made with the endpoint's `whsec_` secret.",
+          },
         },
       },
     },
     // Shared schemas are named after their $id (ErrorEnvelope), not `def-0`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json['$id'] === 'string' ? json['$id'] : `def-${i}`) },
     transformObject: (documentObject) =>
-      decorateOpenApi((documentObject as { openapiObject: Document }).openapiObject) as ReturnType<
+      ({ ...decorateOpenApi((documentObject as { openapiObject: Document }).openapiObject), webhooks: eventWebhooks() }) as ReturnType<
         NonNullable<FastifyDynamicSwaggerOptions['transformObject']>
       >,
   };

@@ -1,4 +1,5 @@
 import { noFailedOperations, type GatewayStore, type Limiter, type LimiterOptions, type StoreDescription, type StoreEvent } from '../store-types.js';
+import { MemoryEvents } from './events.js';
 import { MemoryIdempotency } from './idempotency.js';
 import { MemoryLockouts } from './lockouts.js';
 import { MemoryNotBefore } from './not-before.js';
@@ -16,12 +17,14 @@ export class MemoryStore implements GatewayStore {
   readonly idempotency = new MemoryIdempotency();
   readonly lockouts = new MemoryLockouts();
   readonly notBefore = new MemoryNotBefore();
+  readonly events: MemoryEvents;
   readonly #sweeper: NodeJS.Timeout;
 
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
+    this.events = new MemoryEvents(now);
     this.#sweeper = setInterval(() => this.sweep(), 60_000);
     this.#sweeper.unref();
   }
@@ -31,6 +34,7 @@ export class MemoryStore implements GatewayStore {
     this.sessions.sweep(now);
     this.idempotency.sweep(now);
     this.lockouts.sweep(now);
+    this.events.sweep(now);
   }
 
   /** How many records each part holds: what a sweep keeps bounded by live data. */

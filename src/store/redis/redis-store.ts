@@ -11,6 +11,8 @@ import {
   type StoreDescription,
   type StoreEvent,
 } from '../store-types.js';
+import type { EventStore } from '../event-store.js';
+import { redisEvents } from './events.js';
 import { HealthMonitor } from './health-monitor.js';
 import { redisIdempotency } from './idempotency.js';
 import { redisLockouts } from './lockouts.js';
@@ -60,6 +62,7 @@ export class RedisStore implements GatewayStore {
   readonly idempotency: IdempotencyStore;
   readonly lockouts: LockoutStore;
   readonly notBefore: NotBeforeStore;
+  readonly events: EventStore;
   readonly #redis: ScriptedClient;
   readonly #ownsClient: boolean;
   readonly #commandTimeoutMs: number;
@@ -95,6 +98,7 @@ export class RedisStore implements GatewayStore {
     this.idempotency = redisIdempotency(this.#context, this.#repairs, this.#acks);
     this.lockouts = redisLockouts(this.#context);
     this.notBefore = redisNotBefore(this.#context);
+    this.events = redisEvents();
   }
 
   get client(): StoreClient {
