@@ -22,17 +22,24 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /** Who changed a card's status: a client through the API, or the processor (reported by the connector). */
 export type EventSource = 'api' | 'processor';
 
-/** The card as a client without `revealDetails` sees it: masked, never the PAN or CVC. */
+/**
+ * The card as a client without `revealDetails` sees it (a `CardRecord`, masked): `pan` masked to
+ * its last four digits, `cvc` to stars. `requestId` and `metadata` are there when the event's
+ * source knows them (a status change does; a creation's answer has no metadata).
+ */
 export interface EventCard {
   readonly cardId: string;
-  readonly maskedPan: string;
+  readonly pan: string;
+  readonly cvc: string;
   readonly expMonth: number;
   readonly expYear: number;
   readonly status: CardStatus;
+  readonly requestedCardLimit: number;
   readonly cardLimit: number;
   readonly currency: string;
   readonly createdAt: string;
-  readonly [member: string]: unknown;
+  readonly requestId?: string;
+  readonly metadata?: Readonly<Record<string, string>>;
 }
 
 export interface CardCreatedData {

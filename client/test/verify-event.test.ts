@@ -31,13 +31,17 @@ const EVENT = {
   data: {
     card: {
       cardId: 'card_3f0c9a',
-      maskedPan: '************4242',
+      pan: '************4242',
+      cvc: '***',
       expMonth: 11,
       expYear: 2029,
       status: 'inactive',
+      requestedCardLimit: 10_000,
       cardLimit: 10_500,
       currency: 'EUR',
       createdAt: '2026-11-28T17:12:03.000Z',
+      requestId: '0b8e2d3c-5f4a-4c1e-9a7b-2f6d8e1c3a5b',
+      metadata: { card_name: 'Trip to Lisbon' },
     },
     previousStatus: 'active',
     status: 'inactive',
@@ -249,7 +253,7 @@ describe('the event verifyEvent returns', () => {
           return known.data.card.status;
         case 'card.status_changed':
           expectTypeOf(known.data.previousStatus).toEqualTypeOf<CardStatus>();
-          return `${known.data.previousStatus}->${known.data.status} ${known.data.card.maskedPan}`;
+          return `${known.data.previousStatus}->${known.data.status} ${known.data.card.pan}`;
         default:
           return `${known.data.amount} ${known.data.currency} ${known.data.merchant.name}`;
       }

@@ -42,10 +42,12 @@ function secretFile(name: string, content: string): string {
 
 const CARD = {
   cardId: 'card_3f0c9a',
-  maskedPan: '************4242',
+  pan: '************4242',
+  cvc: '***',
   expMonth: 11,
   expYear: 2029,
   status: 'inactive',
+  requestedCardLimit: 10_000,
   cardLimit: 10_500,
   currency: 'EUR',
   createdAt: '2026-11-28T17:12:03.000Z',
