@@ -54,10 +54,7 @@ function readSecrets(file: string): string[] {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
-      fail(
-        `no webhook secret file at ${file}. It holds the secret (whsec_...) of the webhook endpoint the gateway delivers to; ` +
-          `the local config writes it there, or pass --secret-file FILE.`,
-      );
+      fail(`no webhook secret file at ${file}: the local gateway writes it at its start (npm start, config/local.yaml), or pass --secret-file FILE`);
     }
     fail(`cannot read ${file}: ${code ?? (error as Error).message}`);
   }
