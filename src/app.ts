@@ -44,6 +44,7 @@ import { installStrictJson } from './edge/strict-json-parser.js';
 import { buildEvents } from './events/install-events.js';
 import type { Clock } from './foundation/clock.js';
 import { buildAdminServer, type ReadinessProbe } from './edge/admin-server.js';
+import { buildConnectorListener } from './edge/connector-listener.js';
 import type { AuditSink } from './observability/audit.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import { OutcomeRecorder, type RequestContext } from './observability/outcomes.js';
@@ -78,6 +79,8 @@ export interface Gateway {
   readonly app: FastifyInstance;
   /** Metrics, health, readiness, OpenAPI (D22). */
   readonly admin: FastifyInstance;
+  /** Where the connector posts processor-side events (D64), when `listeners.connector` is set; never listens by itself. */
+  readonly connectorListener: FastifyInstance | undefined;
   readonly metrics: GatewayMetrics;
   readonly live: LiveSettings;
   readonly tokens: TokenService;
@@ -269,12 +272,23 @@ export async function buildGateway(deps: GatewayDependencies): Promise<Gateway> 
       },
     },
   ];
+  const connectorListener =
+    config.listeners.connector &&
+    buildConnectorListener({
+      config,
+      record: (draft) => events.recordFromConnector(draft),
+      logger,
+      metrics: { connectorEvents: () => undefined },
+      clock,
+      knownAccounts: () => live.current.issuingAccounts,
+    });
   const admin = buildAdminServer({ metrics, probes, logger, openapi: () => app.swagger(), draining: () => draining });
   if (!deps.connector) admin.addHook('onClose', async () => connector.close());
 
   return {
     app,
     admin,
+    connectorListener,
     metrics,
     live,
     tokens,

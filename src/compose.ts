@@ -70,7 +70,7 @@ export async function composeGateway(config: GatewayConfig, options: ComposeOpti
 
   // The sandbox is a development tool: loaded only when the local default asks for it, never
   // imported by the production entry point's code paths.
-  let sandbox: { url: string; close(): Promise<void> } | undefined;
+  let sandbox: Awaited<ReturnType<typeof import('./connector/sandbox/sandbox-connector.js').startSandboxConnector>> | undefined;
   if (config.connector.startSandbox) {
     const { startSandboxConnector } = await import('./connector/sandbox/sandbox-connector.js');
     const url = new URL(config.connector.url);
@@ -79,6 +79,10 @@ export async function composeGateway(config: GatewayConfig, options: ComposeOpti
         host: url.hostname.replace(/^\[|\]$/g, ''),
         port: Number(url.port || 80),
         ...(config.connector.sharedSecret && { sharedSecret: config.connector.sharedSecret }),
+        // The simulation routes (/__control: fault modes, transactions, processor-side changes) on loopback only.
+        controls: ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname),
+        // The local default's whole event flow: the sandbox posts what it simulates to this gateway's connector listener.
+        ...(config.listeners.connector && config.listeners.connector.port !== 0 && { eventsTarget: localEventsTarget(config, config.listeners.connector) }),
       });
     } catch (error) {
       // A busy port is the entry point's one line (ListenError); what composition opened is closed first.
@@ -114,6 +118,12 @@ export async function composeGateway(config: GatewayConfig, options: ComposeOpti
       await logDestination?.close(timeoutMs);
     },
   };
+}
+
+/** The connector listener as the in-process sandbox reaches it: loopback, the gateway's own certificate as its CA, the events secret. */
+function localEventsTarget(config: GatewayConfig, listener: { host: string; port: number }): { url: string; ca: Buffer; secret?: string } {
+  const host = ['0.0.0.0', '::', '127.0.0.1'].includes(listener.host) ? '127.0.0.1' : listener.host === '::1' ? '[::1]' : listener.host;
+  return { url: `https://${host}:${listener.port}`, ca: config.tls.cert, ...(config.connector.eventsSecret !== undefined && { secret: config.connector.eventsSecret }) };
 }
 
 /**

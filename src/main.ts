@@ -144,6 +144,7 @@ logger.info(
     https: listening.httpsUrl,
     plainHttp: listening.plainUrl,
     admin: listening.adminUrl,
+    ...(listening.connectorUrl && { connectorListener: listening.connectorUrl }),
     connector: config.connector.url,
     sandboxConnector: composed.sandboxUrl,
     ...(config.overrides.length > 0 && { overrides: config.overrides }),

@@ -11,12 +11,15 @@ export interface ListenerAddresses {
   readonly https: Address;
   readonly plainHttp?: Address | undefined;
   readonly admin: Address;
+  readonly connector?: Address | undefined;
 }
 
 export interface RunningGateway {
   readonly httpsUrl: string;
   readonly plainUrl: string | undefined;
   readonly adminUrl: string;
+  /** The connector listener's (D64), when there is one. */
+  readonly connectorUrl: string | undefined;
   /** Stops accepting, lets in-flight requests finish, then closes every listener (D22). */
   close(): Promise<void>;
 }
@@ -35,7 +38,7 @@ function listenPlain(server: Server, host: string, port: number): Promise<Addres
 
 /**
  * Opens the listeners the config names: the TLS API listener, the optional plain-HTTP
- * listener and the admin listener. The plain listener feeds the same routing: requests on it
+ * listener, the admin listener and the optional connector listener (D64). The plain listener feeds the same routing: requests on it
  * are refused with 403 "HTTPS is required" (D9) unless a trusted TLS-terminating proxy says,
  * with X-Forwarded-Proto, that the client spoke HTTPS to it.
  */
@@ -73,6 +76,21 @@ export async function listenGateway(gateway: Gateway, listeners: ListenerAddress
   }
   const adminUrl = urlOf('http', gateway.admin.server.address() as AddressInfo);
 
+  let connectorUrl: string | undefined;
+  const { connectorListener } = gateway;
+  if (connectorListener && listeners.connector) {
+    const { host, port } = listeners.connector;
+    try {
+      await bind('connector', host, port, () => connectorListener.listen({ host, port, listenTextResolver: (address) => `connector listener (TLS) at ${address.replace(/^http:/, 'https:')}` }));
+    } catch (error) {
+      plain?.close();
+      await gateway.app.close();
+      await gateway.admin.close();
+      throw error;
+    }
+    connectorUrl = urlOf('https', connectorListener.server.address() as AddressInfo);
+  }
+
   let closing: Promise<void> | undefined;
   const close = async () => {
     const plainClosed = plain
@@ -83,13 +101,14 @@ export async function listenGateway(gateway: Gateway, listeners: ListenerAddress
       : Promise.resolve();
     // app.close() stops accepting, answers new requests on open sockets with 503 and waits
     // for in-flight ones; idle keep-alive sockets are closed at once (forceCloseConnections).
-    await Promise.all([gateway.app.close(), plainClosed]);
+    await Promise.all([gateway.app.close(), plainClosed, connectorListener?.close()]);
     await gateway.admin.close();
   };
   return {
     httpsUrl,
     plainUrl,
     adminUrl,
+    connectorUrl,
     close: () => (closing ??= close()),
   };
 }

@@ -67,7 +67,7 @@ export function validationProblems(validation: readonly AjvLikeError[], context:
 const maskField = (field: FieldProblem): FieldProblem => ({ path: shownPath(field.path), message: field.message });
 
 /** Maps anything thrown on a request to a public GatewayError; library errors by their `code`. */
-function toGatewayError(error: unknown): GatewayError {
+export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   if (error instanceof StoreUnavailableError) return errors.storeUnavailable(error);
   if (error instanceof StrictJsonError) return errors.validation(error.fields.map(maskField), error.omitted);

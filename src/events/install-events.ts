@@ -4,7 +4,8 @@ import { cardEvents, type CardEvents } from '../cards/card-events.js';
 import type { GatewayConfig } from '../config/config-types.js';
 import type { EventSettings } from '../config/sections/events.js';
 import type { Clock } from '../foundation/clock.js';
-import type { EventStore } from '../store/event-store.js';
+import type { ConnectorEventDraft } from '../connector/connector-events-contract.js';
+import type { EventStore, RecordedEvent } from '../store/event-store.js';
 import { EventRecorder, type EventDraft } from './event-recording.js';
 import { eventReading, type EventReading } from './read-events.js';
 
@@ -13,6 +14,8 @@ export interface EventsCapability {
   readonly recorder: EventRecorder;
   readonly cards: CardEvents;
   readonly reading: EventReading;
+  /** The connector listener's port (D64): records a processor-side event, once per connector event id. */
+  recordFromConnector(draft: ConnectorEventDraft): Promise<RecordedEvent>;
   /** The events section as it is now (reloadable). */
   settings(): EventSettings;
   reload(config: GatewayConfig): void;
@@ -41,6 +44,9 @@ export function buildEvents(deps: EventsDeps): EventsCapability {
   return {
     recorder,
     cards: cardEvents(recorder, deps.logger),
+    recordFromConnector: async ({ dedupe, ...draft }) =>
+      // Disabled events take nothing: the connector is answered as if recorded, so that it does not retry.
+      (await recorder.record({ ...draft, dedupeKey: `connector:${dedupe}` } as EventDraft)) ?? { state: 'recorded', id: '', sequence: 0 },
     reading: eventReading({ store: deps.store, clock: deps.clock, cursors: deps.cursors, settings: current }),
     settings: current,
     reload: (config) => {

@@ -26,7 +26,8 @@ export type AuditEventName =
   | 'card.refused'
   | 'config.reloaded'
   | 'config.reload_failed'
-  | 'credential.sessions_ended';
+  | 'credential.sessions_ended'
+  | 'event.redelivered';
 
 /**
  * One audit event (D21). The fields are a closed list of identifiers: there is no place to
@@ -50,6 +51,10 @@ export interface AuditEvent {
   /** A refusal summary of a card route (D60): the route, and the card ids as the client sent them. */
   route?: string | undefined;
   cardIds?: string[] | undefined;
+  /** A redelivery an operator asked for on the admin listener (D65): the webhook endpoint, the event (absent: every failed one) and how many deliveries are due again. */
+  endpointId?: string | undefined;
+  eventId?: string | undefined;
+  redelivered?: number | undefined;
 }
 
 /**
@@ -107,7 +112,24 @@ export const DENIAL_WINDOW_MS = 60_000;
  * card-number detector (D58, line-masking.ts), whichever field carries it.
  */
 function line(time: number, event: AuditEvent | DenialSummary): string {
-  const { event: name, correlationId, clientAddress, outcome, credential, reason, requestId, cardId, from, to, changed, route, cardIds } = event;
+  const {
+    event: name,
+    correlationId,
+    clientAddress,
+    outcome,
+    credential,
+    reason,
+    requestId,
+    cardId,
+    from,
+    to,
+    changed,
+    route,
+    cardIds,
+    endpointId,
+    eventId,
+    redelivered,
+  } = event;
   const summary = 'count' in event ? { count: event.count, windowStart: event.windowStart, windowEnd: event.windowEnd } : {};
   const record = {
     time: new Date(time).toISOString(),
@@ -124,6 +146,9 @@ function line(time: number, event: AuditEvent | DenialSummary): string {
     changed,
     route,
     cardIds,
+    endpointId,
+    eventId,
+    redelivered,
     ...summary,
   };
   return `${JSON.stringify(maskedForLine(record))}\n`;

@@ -83,7 +83,9 @@ export type Outcome =
   | { name: 'card.foreign_record'; operation: Exclude<ConnectorOperation, 'create'>; cardId: string; expectedAccount: string; namedAccount: string }
   | { name: 'config.reloaded' }
   | { name: 'config.reload_failed' }
-  | { name: 'credential.sessions_ended'; credential: string; cause: SessionsEndedCause };
+  | { name: 'credential.sessions_ended'; credential: string; cause: SessionsEndedCause }
+  /** An operator made webhook deliveries due again (D65): one event's, or (eventId absent) every failed one of the endpoint. */
+  | { name: 'event.redelivered'; endpointId: string; eventId: string | undefined; redelivered: number };
 
 const TOKEN_REFUSALS: ReadonlySet<EdgeRefusal> = new Set(['token_missing', 'token_malformed', 'token_invalid', 'token_expired', 'token_in_url']);
 
@@ -325,6 +327,16 @@ export class OutcomeRecorder implements Outcomes {
         return;
       case 'credential.sessions_ended':
         audit.record({ ...base, event: 'credential.sessions_ended', outcome: 'success', credential: outcome.credential, reason: outcome.cause });
+        return;
+      case 'event.redelivered':
+        audit.record({
+          ...base,
+          event: 'event.redelivered',
+          outcome: 'success',
+          endpointId: outcome.endpointId,
+          eventId: outcome.eventId,
+          redelivered: outcome.redelivered,
+        });
         return;
     }
   }

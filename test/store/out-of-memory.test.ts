@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient, waitUntilReady } from '../../src/store/redis/redis-client.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
+import type { NewEvent } from '../../src/store/event-store.js';
 import { StoreUnavailableError, type StoreEvent, type TokenRef } from '../../src/store/store-types.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis.js';
 import { adminConnection, fillUntilOutOfMemory, freeFillers, serverMemory } from '../support/redis-memory.js';
@@ -21,6 +22,16 @@ import { sampleRecord } from './store-contract.js';
 const T0 = 1_700_000_000_000;
 const DAY = 24 * 60 * 60 * 1000;
 const ATTEMPT = { fingerprint: 'fp', requestedCardLimit: 1000, credentialId: 'cred-1' };
+const ENDPOINT = { issuingAccount: 'acct', endpointId: 'ep-1' };
+const eventOf = (id: string): NewEvent => ({
+  id,
+  type: 'card.created',
+  cardId: 'card_1',
+  createdAt: T0,
+  head: `{"id":"${id}","type":"card.created","sequence":`,
+  tail: ',"data":{}}',
+  endpoints: [ENDPOINT.endpointId],
+});
 
 describe('RedisStore on a Redis out of memory (D54)', () => {
   let redis: PrivateRedis;
@@ -52,6 +63,20 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
     await store.idempotency.reserve('acct:pending', { owner: 'gw-a', now: T0, leaseMs: 10_000, attempt: ATTEMPT });
     await store.lockouts.recordFailure('alice', { now: T0, maxFailures: 5, lockoutMs: 60_000 });
     await store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 }).consume('alice');
+    // Events: a delivery claimed (to settle), one failed (to redeliver), one due (to claim).
+    for (const id of ['evt_1', 'evt_2', 'evt_3']) await store.events.record('acct', eventOf(id), { now: Date.now(), expiresAt: Date.now() + DAY });
+    await store.events.claimDue(ENDPOINT, { now: T0, leaseMs: 10_000, limit: 2, owner: 'gw-a' });
+    await store.events.settle(ENDPOINT, 'evt_2', 'gw-a', { kind: 'failed', error: 'status 500' }, { now: T0, keepUntil: T0 + DAY });
+    // Every event script loaded now, not while memory is full: Redis 7.0 keeps about 25 KB per
+    // script it has compiled, refused ones included, which the margin after the fill would not cover.
+    await store.events.redeliver(ENDPOINT, ['evt_unknown'], T0);
+    await Promise.all([
+      store.events.scan('acct', { limit: 1 }),
+      store.events.get('acct', 'evt_1'),
+      store.events.backlog(ENDPOINT),
+      store.events.deliveries(ENDPOINT, { state: 'failed', limit: 1 }),
+      store.events.delivery(ENDPOINT, 'evt_1'),
+    ]);
   }, 30_000);
 
   afterAll(async () => {
@@ -132,6 +157,10 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
     ['idempotency.release (its own claim)', () => store.idempotency.release('acct:pending', { owner: 'gw-a', now: T0 + 1, keepUntil: T0 + DAY })],
     ['lockouts.recordFailure', () => store.lockouts.recordFailure('alice', { now: T0 + 1, maxFailures: 5, lockoutMs: 60_000 })],
     ['limiter consume (rlflxIncr)', () => store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 }).consume('alice')],
+    ['events.record', () => store.events.record('acct', eventOf('evt_4'), { now: Date.now(), expiresAt: Date.now() + DAY })],
+    ['events.claimDue (a due delivery)', () => store.events.claimDue(ENDPOINT, { now: T0 + 10_000, leaseMs: 10_000, limit: 10, owner: 'gw-b' })],
+    ['events.settle (its own claim)', () => store.events.settle(ENDPOINT, 'evt_1', 'gw-a', { kind: 'delivered' }, { now: T0 + 1, keepUntil: T0 + DAY })],
+    ['events.redeliver (a failed delivery)', () => store.events.redeliver(ENDPOINT, 'all-failed', T0 + 1)],
   ];
 
   it('refuses every write before it writes, names the failure out_of_memory, and counts each', async () => {
@@ -160,6 +189,12 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
   it('still answers reads, and deletes (which free memory)', async () => {
     await expect(store.idempotency.peek('acct:released', T0 + 1)).resolves.toMatchObject({ state: 'reserved', previous: ATTEMPT });
     await expect(store.lockouts.read('alice', T0 + 1)).resolves.toEqual({ lockedUntil: 0, failures: 1 });
+    // the event reads are scripts that say they only read (flags=no-writes)
+    await expect(store.events.scan('acct', { limit: 10 })).resolves.toHaveLength(3);
+    await expect(store.events.get('acct', 'evt_1')).resolves.toMatchObject({ sequence: 1 });
+    await expect(store.events.backlog(ENDPOINT)).resolves.toEqual({ pending: 2, failed: 1, oldestDueAt: T0 });
+    await expect(store.events.deliveries(ENDPOINT, { state: 'failed', limit: 10 })).resolves.toMatchObject([{ eventId: 'evt_2' }]);
+    await expect(store.events.delivery(ENDPOINT, 'evt_1')).resolves.toMatchObject({ state: 'pending', attempts: 1 });
   });
 
   it('describes itself down with the reason, says so once, and /readyz gets the reason from ping', async () => {
@@ -204,6 +239,12 @@ describe('RedisStore on a Redis out of memory (D54)', () => {
     await expect(store.lockouts.recordFailure('alice', { now: T0 + 2, maxFailures: 5, lockoutMs: 60_000 })).resolves.toBe(0);
     await expect(store.createRateLimiter({ keyPrefix: 'rl:login:', points: 5, durationSeconds: 60 }).consume('alice')).resolves.toMatchObject({
       consumed: 2,
+    });
+    // the refused event is recorded now (by the caller's retry, or by the repair of the write before it: the same once)
+    await expect(store.events.record('acct', eventOf('evt_4'), { now: Date.now(), expiresAt: Date.now() + DAY })).resolves.toEqual({
+      state: 'recorded',
+      id: 'evt_4',
+      sequence: 4,
     });
   });
 });

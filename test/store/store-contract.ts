@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayStore, StoredCard, StoreTopology, TokenRef } from '../../src/store/store-types.js';
+import { eventStoreContract, everyEventOperation } from './event-store-contract.js';
 
 /** Instants are explicit: no sleeps, no fake timers. */
 const T0 = 1_700_000_000_000;
@@ -57,6 +58,7 @@ export function everyStoreOperation(store: () => GatewayStore, token: TokenRef):
     ['lockouts.recordFailure', () => store().lockouts.recordFailure('alice', { now: T0, maxFailures: 10, lockoutMs: 60_000 })],
     ['lockouts.read', () => store().lockouts.read('alice', T0)],
     ['lockouts.reset', () => store().lockouts.reset('alice')],
+    ...everyEventOperation(() => store().events),
     ['ping', () => store().ping()],
   ];
 }
@@ -68,7 +70,14 @@ export function everyStoreOperation(store: () => GatewayStore, token: TokenRef):
  */
 export interface StoreInspector {
   readonly prefix: string;
-  memoryUsage(key: string): Promise<number>;
+  /** `allSamples`: every element of a collection counted, not an estimate from five. */
+  memoryUsage(key: string, options?: { allSamples?: boolean }): Promise<number>;
+  /** PTTL: ms left, -1 without expiry, -2 for no key. */
+  pttl(key: string): Promise<number>;
+  /** Deletes the key: what its TTL does when it runs out. */
+  remove(key: string): Promise<void>;
+  /** The members of a sorted set, lowest score first. */
+  zrange(key: string): Promise<string[]>;
   /** Writes `value` under `key` as a plain string, as another version of the gateway would. */
   setRaw(key: string, value: string, ttlMs: number): Promise<void>;
   /** Every key of the store holding `tag` as its hash tag (`{tag}`), sorted. */
@@ -159,6 +168,12 @@ export function storeContract(name: string, make: () => Promise<MadeStore>, topo
 
     const revoke = (token: TokenRef, now: number, credentialId = CRED) =>
       store.sessions.revokeFamily({ token, credentialId, fingerprint: 'fp', notBefore: 0, now, graceMs: GRACE });
+
+    eventStoreContract(
+      () => store,
+      () => inspect,
+      topology,
+    );
 
     describe('sessions: rotation (D3, D5)', () => {
       it('rotates a fresh token and the new token rotates in turn', async () => {

@@ -48,7 +48,13 @@ export async function deleteKeysWithPrefix(client: Redis, prefix: string): Promi
 export function inspectorOf(client: Redis | Cluster, prefix: string) {
   return {
     prefix,
-    memoryUsage: async (key: string): Promise<number> => Number(await client.eval("return redis.call('MEMORY', 'USAGE', KEYS[1])", 1, key)),
+    memoryUsage: async (key: string, options: { allSamples?: boolean } = {}): Promise<number> =>
+      Number(await client.eval("return redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', ARGV[1])", 1, key, options.allSamples ? '0' : '5')),
+    pttl: async (key: string): Promise<number> => Number(await client.eval("return redis.call('PTTL', KEYS[1])", 1, key)),
+    remove: async (key: string): Promise<void> => {
+      await client.eval("return redis.call('DEL', KEYS[1])", 1, key);
+    },
+    zrange: async (key: string): Promise<string[]> => (await client.eval("return redis.call('ZRANGE', KEYS[1], 0, -1)", 1, key)) as string[],
     setRaw: async (key: string, value: string, ttlMs: number): Promise<void> => {
       await client.eval("return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])", 1, key, value, String(ttlMs));
     },

@@ -39,6 +39,7 @@ export function registerControlRoutes(app: FastifyInstance, state: SandboxState)
     state.maker.forget();
     state.modes.reset();
     state.log.clear();
+    state.outbox.clear();
     return { ok: true };
   });
 }

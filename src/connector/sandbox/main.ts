@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { ListenError } from '../../foundation/listen-error.js';
-import { startSandboxConnector, type RunningSandboxConnector } from './sandbox-connector.js';
+import { startSandboxConnector, type EventsTarget, type RunningSandboxConnector } from './sandbox-connector.js';
 
 // Standalone entry of the sandbox processor-connector for the local run and the benchmarks.
 // What stops it is one line on stderr, never a stack trace (as for the gateway, D40): a setting
@@ -18,22 +18,45 @@ function fail(code: number, message: string): never {
 
 const env = process.env;
 
+function read(name: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new SettingError(`${name}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
 /** HTTPS with SANDBOX_CONNECTOR_TLS_CERT and _KEY (PEM files); mutual TLS when SANDBOX_CONNECTOR_TLS_CLIENT_CA names the CA of the gateway's client certificate. */
 function tlsFromEnv(): { cert: Buffer; key: Buffer; ca?: Buffer } | undefined {
   const [cert, key, ca] = ['SANDBOX_CONNECTOR_TLS_CERT', 'SANDBOX_CONNECTOR_TLS_KEY', 'SANDBOX_CONNECTOR_TLS_CLIENT_CA'].map((name) => env[name] || undefined);
   if (!cert && !key && !ca) return undefined;
   if (!cert || !key) throw new SettingError('SANDBOX_CONNECTOR_TLS_CERT and SANDBOX_CONNECTOR_TLS_KEY go together');
-  const read = (name: string, path: string): Buffer => {
-    try {
-      return readFileSync(path);
-    } catch (error) {
-      throw new SettingError(`${name}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-    }
-  };
   return {
     cert: read('SANDBOX_CONNECTOR_TLS_CERT', cert),
     key: read('SANDBOX_CONNECTOR_TLS_KEY', key),
     ...(ca && { ca: read('SANDBOX_CONNECTOR_TLS_CLIENT_CA', ca) }),
+  };
+}
+
+/**
+ * The gateway's connector listener, where simulated events go (D64): SANDBOX_CONNECTOR_EVENTS_URL
+ * (its base URL), _SECRET (`X-Connector-Secret`), _CA (PEM file of the CA that signed the
+ * listener's certificate), _CLIENT_CERT and _CLIENT_KEY (PEM files, for mutual TLS).
+ */
+function eventsTargetFromEnv(): EventsTarget | undefined {
+  const [url, secret, ca, cert, key] = ['URL', 'SECRET', 'CA', 'CLIENT_CERT', 'CLIENT_KEY'].map((name) => env[`SANDBOX_CONNECTOR_EVENTS_${name}`] || undefined);
+  if (!url) {
+    if (secret || ca || cert || key) throw new SettingError('SANDBOX_CONNECTOR_EVENTS_URL is required with the other SANDBOX_CONNECTOR_EVENTS_ settings');
+    return undefined;
+  }
+  if (!/^https?:\/\/[^/?#]+\/?$/.test(url)) throw new SettingError(`SANDBOX_CONNECTOR_EVENTS_URL: not an http(s) base URL: ${url}`);
+  if (!cert !== !key) throw new SettingError('SANDBOX_CONNECTOR_EVENTS_CLIENT_CERT and SANDBOX_CONNECTOR_EVENTS_CLIENT_KEY go together');
+  return {
+    url,
+    ...(secret && { secret }),
+    ...(ca && { ca: read('SANDBOX_CONNECTOR_EVENTS_CA', ca) }),
+    ...(cert && { cert: read('SANDBOX_CONNECTOR_EVENTS_CLIENT_CERT', cert) }),
+    ...(key && { key: read('SANDBOX_CONNECTOR_EVENTS_CLIENT_KEY', key) }),
   };
 }
 
@@ -49,6 +72,7 @@ function settings() {
     controls: env['SANDBOX_CONNECTOR_CONTROLS'] === 'true',
     ...(secret !== undefined && secret !== '' ? { sharedSecret: secret } : {}),
     tls: tlsFromEnv(),
+    eventsTarget: eventsTargetFromEnv(),
   };
 }
 
@@ -59,16 +83,17 @@ try {
   if (error instanceof SettingError) fail(EXIT.config, error.message);
   throw error;
 }
-const { tls, ...rest } = options;
+const { tls, eventsTarget, ...rest } = options;
 
 let connector: RunningSandboxConnector;
 try {
-  connector = await startSandboxConnector({ ...rest, ...(tls && { tls }) });
+  connector = await startSandboxConnector({ ...rest, ...(tls && { tls }), ...(eventsTarget && { eventsTarget }) });
 } catch (error) {
   if (error instanceof ListenError) fail(EXIT.unavailable, error.message);
   throw error;
 }
 process.stdout.write(`sandbox connector listening on ${connector.url}${tls?.ca ? ' (mutual TLS: client certificates required)' : ''}\n`);
+if (eventsTarget) process.stdout.write(`sandbox connector posts events to ${eventsTarget.url}\n`);
 
 let closing = false;
 const shutdown = (): void => {

@@ -7,6 +7,8 @@ import { CardBook } from './card-book.js';
 import { createCardMaker } from './card-maker.js';
 import { registerControlRoutes } from './control-routes.js';
 import { registerCreationRoute } from './creation-route.js';
+import { registerEventControlRoutes } from './event-control-routes.js';
+import { EventOutbox, type EventsTarget } from './event-outbox.js';
 import { HeldAnswers } from './fault-answers.js';
 import { gatewaySecretCheck } from './gateway-secret.js';
 import { registerLifecycleRoutes } from './lifecycle-routes.js';
@@ -18,20 +20,27 @@ import type { SandboxConnectorOptions } from './sandbox-types.js';
 
 export { RECEIVED_LOG_SIZE, FOREIGN_ACCOUNT } from './sandbox-types.js';
 export type { ReceivedRequest, SandboxCard, SandboxConnectorOptions, SandboxMode, SandboxStats } from './sandbox-types.js';
+export type { EventsTarget, OutboxEntry, OutboxAnswer } from './event-outbox.js';
 
 /**
  * Builds the sandbox processor-connector (docs/connector-contract.md): card creation, the
- * lifecycle calls, health, and with `controls` the fault modes. Never listens; see
- * {@link startSandboxConnector}.
- * @throws TypeError when `binPrefix` is not 1..15 digits.
+ * lifecycle calls, health, and with `controls` the fault modes and the simulated events. Never
+ * listens; see {@link startSandboxConnector}.
+ * @throws TypeError when `binPrefix` is not 1..15 digits, or `eventsTarget.url` is not an http(s) base URL.
  */
 export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): FastifyInstance {
+  return assembleSandbox(opts).app;
+}
+
+function assembleSandbox(opts: SandboxConnectorOptions): { app: FastifyInstance; state: SandboxState } {
+  const now = opts.now ?? Date.now;
   const state: SandboxState = {
     book: new CardBook(),
-    maker: createCardMaker(opts.binPrefix ?? '400000', opts.now ?? Date.now),
+    maker: createCardMaker(opts.binPrefix ?? '400000', now),
     modes: new SandboxModes(),
     held: new HeldAnswers(),
     log: new RequestLog(),
+    outbox: new EventOutbox(opts.eventsTarget, opts.eventsRetry),
   };
   const secretMatches = gatewaySecretCheck(opts.sharedSecret);
 
@@ -56,6 +65,9 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
   app.removeContentTypeParser('text/plain');
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: 'not found' }));
   closeQuickly(app, opts.tls !== undefined, () => state.held.releaseAll());
+  app.addHook('onClose', async () => {
+    await state.outbox.close();
+  });
 
   app.get(CONNECTOR_PATHS.health, async (_request, reply) =>
     state.modes.current === 'unhealthy' ? reply.code(503).send({ status: 'unavailable' }) : { status: 'ok' },
@@ -72,8 +84,11 @@ export function buildSandboxConnector(opts: SandboxConnectorOptions = {}): Fasti
     registerLifecycleRoutes(cards, state);
   });
 
-  if (opts.controls === true) registerControlRoutes(app, state);
-  return app;
+  if (opts.controls === true) {
+    registerControlRoutes(app, state);
+    registerEventControlRoutes(app, state, now);
+  }
+  return { app, state };
 }
 
 /** A listening sandbox connector. */
@@ -82,12 +97,18 @@ export interface RunningSandboxConnector {
   url: string;
   close(): Promise<void>;
   app: FastifyInstance;
+  /**
+   * Where the simulated events go from now on (the gateway's connector listener); undefined
+   * holds them until a target is set again.
+   * @throws TypeError when the URL is not an http(s) base URL.
+   */
+  setEventsTarget(target: EventsTarget | undefined): void;
 }
 
 /** Builds and starts a sandbox connector; `port: 0` picks a free port. */
 export async function startSandboxConnector(options: SandboxConnectorOptions & { host?: string; port?: number } = {}): Promise<RunningSandboxConnector> {
   const { host = '127.0.0.1', port = 0, ...rest } = options;
-  const app = buildSandboxConnector(rest);
+  const { app, state } = assembleSandbox(rest);
   // A port in use is one line naming it (ListenError), as for the gateway's own listeners.
   await bindListener('sandbox connector', host, port, () => app.listen({ host, port }));
   const address = app.server.address() as AddressInfo;
@@ -96,5 +117,6 @@ export async function startSandboxConnector(options: SandboxConnectorOptions & {
     url: `${rest.tls ? 'https' : 'http'}://${hostPart}:${address.port}`,
     close: () => app.close(),
     app,
+    setEventsTarget: (target) => state.outbox.setTarget(target),
   };
 }

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CardBook } from './card-book.js';
+import type { EventOutbox } from './event-outbox.js';
 import type { createCardMaker } from './card-maker.js';
 import { abortConnection, sendPartial, type HeldAnswers } from './fault-answers.js';
 import type { RequestLog } from './request-log.js';
@@ -12,6 +13,8 @@ export interface SandboxState {
   modes: SandboxModes;
   held: HeldAnswers;
   log: RequestLog;
+  /** Events the control routes simulate, on their way to the gateway's connector listener. */
+  outbox: EventOutbox;
 }
 
 /** An answer the routes decided on, sent by {@link sendAnswer} under the request's mode. */

@@ -1,5 +1,6 @@
 import type { FastifyServerOptions } from 'fastify';
 import type { ConnectorCard } from '../connector-contract.js';
+import type { EventsTarget, OutboxRetry } from './event-outbox.js';
 
 /** Options of the sandbox processor-connector. */
 export interface SandboxConnectorOptions {
@@ -21,6 +22,13 @@ export interface SandboxConnectorOptions {
    * it (mutual TLS, the way a real connector trusts the gateway).
    */
   tls?: { cert: string | Buffer; key: string | Buffer; ca?: string | Buffer };
+  /**
+   * The gateway's connector listener (D64), where the events the control routes simulate are
+   * posted. Without it they wait until one is set (`setEventsTarget` of the running sandbox).
+   */
+  eventsTarget?: EventsTarget;
+  /** Backoff of the events outbox; default 500 ms doubling up to 30 s. */
+  eventsRetry?: Partial<OutboxRetry>;
 }
 
 /** The creation answer of the connector contract (the lifecycle calls answer the longer record). */

@@ -11,7 +11,7 @@ import type {
   StoredEvent,
 } from '../event-store.js';
 
-/** How long an event outlives its retention, like the Redis key's TTL (expiresAt − now + 60 s). */
+/** How long an event outlives its retention, like the Redis key's TTL (expiresAt − now + 60 s, record-context.ts). */
 const EXPIRED_KEPT_MS = 60_000;
 
 interface EventEntry extends StoredEvent {
@@ -65,12 +65,17 @@ export class MemoryEvents implements EventStore {
     this.#now = now;
   }
 
-  async record(issuingAccount: string, event: NewEvent, { expiresAt }: { now: number; expiresAt: number }): Promise<RecordedEvent> {
+  async record(issuingAccount: string, event: NewEvent, { now, expiresAt }: { now: number; expiresAt: number }): Promise<RecordedEvent> {
     const account = this.#account(issuingAccount);
-    const endsAt = expiresAt + EXPIRED_KEPT_MS;
+    // Like the Redis key's TTL: a lifetime from now, on the store's own clock.
+    const endsAt = this.#now() + Math.max(1000, expiresAt - now + EXPIRED_KEPT_MS);
+    const alive = (id: string) => (account.byId.get(id)?.endsAt ?? 0) > this.#now();
+    // Recorded already (a record sent again): the same answer, nothing twice.
+    const seen = account.byId.get(event.id);
+    if (seen && alive(event.id)) return { state: 'recorded', id: seen.id, sequence: seen.sequence };
     if (event.dedupe !== undefined) {
       const first = account.dedupe.get(event.dedupe);
-      if (first && first.endsAt > this.#now()) return { state: 'repeat', id: first.id, sequence: first.sequence };
+      if (first && alive(first.id)) return { state: 'repeat', id: first.id, sequence: first.sequence };
     }
     const sequence = ++account.sequence;
     const entry: EventEntry = { id: event.id, sequence, json: `${event.head}${sequence}${event.tail}`, endsAt };
@@ -113,6 +118,7 @@ export class MemoryEvents implements EventStore {
     endpoint: EndpointRef,
     { now, leaseMs, limit, owner }: { now: number; leaseMs: number; limit: number; owner: string },
   ): Promise<ClaimedDelivery[]> {
+    checkClaim(owner, leaseMs);
     const account = this.accounts.get(endpoint.issuingAccount);
     const deliveries = account?.endpoints.get(endpoint.endpointId);
     if (!account || !deliveries) return [];
@@ -123,7 +129,7 @@ export class MemoryEvents implements EventStore {
       if (claimed.length >= limit) break;
       const event = account.byId.get(eventId);
       // Its event expired (retention): nothing left to send.
-      if (!event || event.endsAt <= now) {
+      if (!event || event.endsAt <= this.#now()) {
         deliveries.delete(eventId);
         continue;
       }
@@ -142,6 +148,7 @@ export class MemoryEvents implements EventStore {
     settlement: DeliverySettlement,
     { now, keepUntil }: { now: number; keepUntil: number },
   ): Promise<boolean> {
+    checkClaim(owner, 1);
     const deliveries = this.accounts.get(endpoint.issuingAccount)?.endpoints.get(endpoint.endpointId);
     const entry = deliveries?.get(eventId);
     if (!deliveries || !entry || entry.state !== 'pending' || entry.owner !== owner) return false;
@@ -174,14 +181,24 @@ export class MemoryEvents implements EventStore {
   }
 
   async redeliver(endpoint: EndpointRef, eventIds: readonly string[] | 'all-failed', now: number): Promise<number> {
-    const deliveries = this.accounts.get(endpoint.issuingAccount)?.endpoints.get(endpoint.endpointId);
-    if (!deliveries) return 0;
+    const account = this.accounts.get(endpoint.issuingAccount);
+    const deliveries = account?.endpoints.get(endpoint.endpointId);
+    if (!account || !deliveries) return 0;
     dropFailedBefore(deliveries, now);
-    const found = new Set(
-      eventIds === 'all-failed' ? [...deliveries.values()].filter((entry) => entry.state === 'failed') : eventIds.flatMap((id) => deliveries.get(id) ?? []),
-    );
-    for (const entry of found) Object.assign(entry, { state: 'pending', at: now, keepUntil: 0, attempts: 0, owner: undefined });
-    return found.size;
+    const ids = new Set(eventIds === 'all-failed' ? [...deliveries].filter(([, entry]) => entry.state === 'failed').map(([id]) => id) : eventIds);
+    let found = 0;
+    for (const id of ids) {
+      const entry = deliveries.get(id);
+      if (!entry) continue;
+      // Its event has expired: nothing left to send.
+      if ((account.byId.get(id)?.endsAt ?? 0) <= this.#now()) {
+        deliveries.delete(id);
+        continue;
+      }
+      Object.assign(entry, { state: 'pending', at: now, keepUntil: 0, attempts: 0, owner: undefined });
+      found += 1;
+    }
+    return found;
   }
 
   async backlog(endpoint: EndpointRef): Promise<DeliveryBacklog> {
@@ -227,6 +244,12 @@ export class MemoryEvents implements EventStore {
     if (!deliveries) account.endpoints.set(endpointId, (deliveries = new Map()));
     return deliveries;
   }
+}
+
+/** The Redis store keeps a claim's owner in a `|`-separated record, and a lease of 0 would claim forever. */
+function checkClaim(owner: string, leaseMs: number): void {
+  if (owner === '' || owner.includes('|')) throw new TypeError('a delivery owner is a non-empty token without "|"');
+  if (!(leaseMs > 0)) throw new TypeError('a delivery lease lasts at least 1 ms');
 }
 
 /** Failed deliveries are kept for redelivery until their keepUntil, then dropped. */

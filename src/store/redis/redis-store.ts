@@ -98,7 +98,7 @@ export class RedisStore implements GatewayStore {
     this.idempotency = redisIdempotency(this.#context, this.#repairs, this.#acks);
     this.lockouts = redisLockouts(this.#context);
     this.notBefore = redisNotBefore(this.#context);
-    this.events = redisEvents();
+    this.events = redisEvents(this.#context, this.#repairs, this.#acks);
   }
 
   get client(): StoreClient {

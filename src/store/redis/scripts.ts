@@ -1,4 +1,5 @@
 import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { EVENT_SCRIPTS } from './event-scripts.js';
 import type { StoreClient } from './redis-client.js';
 
 /*
@@ -19,7 +20,8 @@ import type { StoreClient } from './redis-client.js';
  * Redis checks memory only at a script's first write, and only if that command is one that
  * grows memory: a script that starts with DEL then writes past the limit.
  * rate-limiter-flexible's own script (rlflxIncr) starts with SET, which Redis checks: refused
- * just the same (test/store/out-of-memory.test.ts runs each under OOM).
+ * just the same (test/store/out-of-memory.test.ts runs each under OOM). A script that only reads
+ * says so (`flags=no-writes`): it still answers when memory is full, and may run on a replica.
  */
 const SHEBANG = '#!lua';
 /** First lines of a guarded script: past its deadline (its last ARGV, epoch ms) by Redis's clock, it answers `stale`. */
@@ -290,18 +292,24 @@ return ARGV[2]`,
   },
 } as const;
 
-type ScriptName = keyof typeof SCRIPTS;
+const ALL_SCRIPTS: Readonly<Record<string, { numberOfKeys: number; lua: string; flags?: 'no-writes' }>> = { ...SCRIPTS, ...EVENT_SCRIPTS };
+
+type ScriptName = keyof typeof SCRIPTS | keyof typeof EVENT_SCRIPTS;
 /** The client with every script of SCRIPTS as a command of its own name. */
 export type ScriptedClient = StoreClient & { [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
-export type ScriptedPipeline = ReturnType<StoreClient['pipeline']> & { completeIdempotency(...args: string[]): ScriptedPipeline };
+export type ScriptedPipeline = ReturnType<StoreClient['pipeline']> & {
+  completeIdempotency(...args: string[]): ScriptedPipeline;
+  recordEvent(...args: string[]): ScriptedPipeline;
+};
 
 /**
  * Defines every script on `client` (once per client: stores sharing one client share them), each
  * behind the `#!lua` shebang, so that Redis checks memory before any of them runs (D54).
  */
 export function defineScripts(client: StoreClient): ScriptedClient {
-  for (const [name, script] of Object.entries(SCRIPTS)) {
-    if (!(name in client)) client.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: `${SHEBANG}\n${script.lua.trimStart()}` });
+  for (const [name, script] of Object.entries(ALL_SCRIPTS)) {
+    const shebang = script.flags ? `${SHEBANG} flags=${script.flags}` : SHEBANG;
+    if (!(name in client)) client.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: `${shebang}\n${script.lua.trimStart()}` });
   }
   // rate-limiter-flexible defines its script (rlflxIncr) on the client when a limiter is made.
   // ioredis copies a client's scripts into an automatic pipeline when the pipeline is opened:
