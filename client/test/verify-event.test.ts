@@ -2,13 +2,15 @@ import { createHmac, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { Webhook, WebhookVerificationError as StandardWebhooksError } from 'standardwebhooks';
 import { describe, expect, expectTypeOf, it, vi } from 'vitest';
+import { signWebhook, webhookKey } from '../../src/events/delivery/webhook-signature.js';
 import { verifyEvent, WebhookVerificationError, type CardStatus, type GatewayEvent, type WebhookVerificationReason } from '../src/index.js';
 
 /**
- * verifyEvent against the published Standard Webhooks library (`standardwebhooks`): what it signs
- * verifies here, what the gateway's formula signs verifies there, and both draw the tolerance
- * line at the same second. Then every way a delivery is refused, each next to the one change
- * that makes it pass.
+ * verifyEvent against the published Standard Webhooks library (`standardwebhooks`) and the
+ * gateway's own signer (src/events/delivery/webhook-signature.ts): what either signs verifies
+ * here, what the gateway signs verifies there, both draw the tolerance line at the same second,
+ * and a property holds the two verifiers to the same verdicts. Then every way a delivery is
+ * refused, each next to the one change that makes it pass.
  */
 
 const T0_SECONDS = Date.UTC(2026, 10, 29, 9, 0, 0) / 1000;
@@ -17,8 +19,8 @@ const at = (seconds: number) => () => T0 + seconds * 1000;
 
 const newSecret = (): string => `whsec_${randomBytes(24).toString('base64')}`;
 
-/** The gateway's signing formula (D65): base64 HMAC-SHA256, keyed with the secret's decoded bytes, of `<id>.<timestamp>.<body>`. */
-function gatewaySignature(secret: string, id: string, timestamp: number, body: string | Uint8Array): string {
+/** The scheme (D65) written out with node:crypto, for a body of any bytes: base64 HMAC-SHA256, keyed with the secret's decoded bytes, of `<id>.<timestamp>.<body>`. */
+function formulaSignature(secret: string, id: string, timestamp: number, body: string | Uint8Array): string {
   const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64')}`;
 }
@@ -53,12 +55,9 @@ const EVENT = {
 /** As the gateway sends it: members in order, no whitespace. */
 const BODY = JSON.stringify(EVENT);
 
-function delivery(secrets: readonly string[], body: string | Uint8Array = BODY, timestamp = T0_SECONDS) {
-  return {
-    'webhook-id': EVENT.id,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': secrets.map((secret) => gatewaySignature(secret, EVENT.id, timestamp, body)).join(' '),
-  };
+/** The headers the gateway's deliveries carry, made by its own signer, with every one of `secrets`. */
+function delivery(secrets: readonly string[], body: string = BODY, timestamp = T0_SECONDS) {
+  return { ...signWebhook(secrets.map(webhookKey), EVENT.id, timestamp, body) };
 }
 
 /** The reason verifyEvent refuses with, or 'accepted'. */
@@ -97,7 +96,8 @@ describe('verifyEvent and the standardwebhooks package agree', () => {
     const secret = newSecret();
     const signature = new Webhook(secret).sign(EVENT.id, new Date(T0), BODY);
     // The same formula: the gateway's signature is byte for byte the library's.
-    expect(signature).toBe(gatewaySignature(secret, EVENT.id, T0_SECONDS, BODY));
+    expect(signature).toBe(delivery([secret])['webhook-signature']);
+    expect(signature).toBe(formulaSignature(secret, EVENT.id, T0_SECONDS, BODY));
     const headers = { 'webhook-id': EVENT.id, 'webhook-timestamp': String(T0_SECONDS), 'webhook-signature': signature };
     expect(verifyEvent(secret, headers, BODY, { now: at(0) })).toEqual(EVENT);
     // The raw bytes as node:http delivers them, and fetch's Headers.
@@ -105,7 +105,18 @@ describe('verifyEvent and the standardwebhooks package agree', () => {
     expect(verifyEvent(secret, new Headers(headers), new TextEncoder().encode(BODY), { now: at(0) })).toEqual(EVENT);
   });
 
-  it("what the gateway's formula signed passes standardwebhooks' verify, a wrong secret fails both", () => {
+  it("passes the signature of the specification's example (its body is no event: malformed_body comes after the signature check)", () => {
+    const headers = {
+      'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      'webhook-timestamp': '1614265330',
+      'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+    };
+    const now = () => 1614265330_000;
+    expect(outcome('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers, '{"test": 2432232314}', { now })).toBe('malformed_body');
+    expect(outcome('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers, '{"test": 2432232315}', { now })).toBe('bad_signature');
+  });
+
+  it("what the gateway's signer signed passes standardwebhooks' verify, a wrong secret fails both", () => {
     const secret = newSecret();
     const headers = delivery([secret]);
     expect(standardVerify(secret, headers, BODY)).toEqual(EVENT);
@@ -165,11 +176,7 @@ describe('property: verifyEvent gives the verdicts of standardwebhooks', () => {
         }),
         ({ id, sequence, reason, signers, skewSeconds, tamper, dropped }) => {
           const body = JSON.stringify({ ...EVENT, id, sequence, data: { ...EVENT.data, reason } });
-          const headers: Record<string, string> = {
-            'webhook-id': id,
-            'webhook-timestamp': String(T0_SECONDS),
-            'webhook-signature': signers.map((secret) => gatewaySignature(secret, id, T0_SECONDS, body)).join(' '),
-          };
+          const headers: Record<string, string> = { ...signWebhook(signers.map(webhookKey), id, T0_SECONDS, body) };
           if (dropped !== null) delete headers[dropped];
           const received = tamper ? body.replace(`"sequence":${sequence}`, `"sequence":${sequence + 1}`) : body;
           const ours = outcome(receiver, headers, received, { now: at(skewSeconds) });
@@ -233,7 +240,7 @@ describe('verifyEvent refuses', () => {
     expect(() => verifyEvent(secret, { ...headers, 'webhook-signature': 'v1a,AAAA v2' }, BODY, { now })).toThrow('webhook-signature holds no v1 signature');
     // Repeated headers joined by a Headers object (", ") still verify.
     const repeated = new Headers({ 'webhook-id': headers['webhook-id'], 'webhook-timestamp': headers['webhook-timestamp'] });
-    repeated.append('webhook-signature', gatewaySignature(newSecret(), EVENT.id, T0_SECONDS, BODY));
+    repeated.append('webhook-signature', formulaSignature(newSecret(), EVENT.id, T0_SECONDS, BODY));
     repeated.append('webhook-signature', valid);
     expect(outcome(secret, repeated, BODY, { now })).toBe('accepted');
   });
@@ -259,7 +266,8 @@ describe('verifyEvent refuses', () => {
   });
 
   it('a correctly signed body that is not an event', () => {
-    const signedBody = (body: string | Buffer) => outcome(secret, delivery([secret], body), body, { now });
+    const signedBody = (body: string | Buffer) =>
+      outcome(secret, { ...headers, 'webhook-signature': formulaSignature(secret, EVENT.id, T0_SECONDS, body) }, body, { now });
     expect(signedBody(BODY)).toBe('accepted');
     expect(signedBody('not json')).toBe('malformed_body');
     expect(signedBody('[]')).toBe('malformed_body');
