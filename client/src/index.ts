@@ -35,3 +35,17 @@ export {
   type CreatedCard,
   type SessionTokens,
 } from './types.js';
+export {
+  EVENT_TYPES,
+  type CardCreatedData,
+  type CardStatusChangedData,
+  type EventCard,
+  type EventDataByType,
+  type EventOfType,
+  type EventSource,
+  type EventType,
+  type GatewayEvent,
+  type Merchant,
+  type TransactionData,
+} from './event-types.js';
+export { verifyEvent, WebhookVerificationError, type VerifyEventOptions, type WebhookHeaders, type WebhookVerificationReason } from './events.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { RETRYABLE_STATUSES, type CallOptions, type CardGatewayClient } from '../src/index.js';
+import { RETRYABLE_STATUSES, type CallOptions, type CardGatewayClient, type WebhookVerificationReason } from '../src/index.js';
 
 /**
  * What the client's README and doc comments promise about retries and call options is what the
@@ -10,6 +10,7 @@ import { RETRYABLE_STATUSES, type CallOptions, type CardGatewayClient } from '..
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 const clientSource = readFileSync(new URL('../src/client.ts', import.meta.url), 'utf8');
+const receiveEvents = readFileSync(new URL('../examples/receive-events.ts', import.meta.url), 'utf8');
 
 /** The HTTP statuses a text names, sorted. */
 const statusesIn = (text: string): number[] => [...text.matchAll(/\b[1-5]\d\d\b/g)].map((match) => Number(match[0])).sort((a, b) => a - b);
@@ -59,5 +60,23 @@ describe('the client documentation matches the code', () => {
     expectTypeOf<Parameters<CardGatewayClient['freezeCard']>[2]>().toEqualTypeOf<CallOptions | undefined>();
     expectTypeOf<Parameters<CardGatewayClient['unfreezeCard']>[2]>().toEqualTypeOf<CallOptions | undefined>();
     expectTypeOf<Parameters<CardGatewayClient['cancelCard']>[2]>().toEqualTypeOf<CallOptions | undefined>();
+  });
+
+  it('the "Receiving events" program is examples/receive-events.ts verbatim (type-checked by `npm run typecheck`)', () => {
+    const program = /## Receiving events[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(program).toBeDefined();
+    expect(program).toBe(receiveEvents);
+  });
+
+  it('the "Receiving events" section names every reason verifyEvent refuses with', () => {
+    const section = readme.slice(readme.indexOf('## Receiving events'), readme.indexOf('```ts', readme.indexOf('## Receiving events')));
+    const reasons: Record<WebhookVerificationReason, true> = {
+      bad_secret: true,
+      missing_headers: true,
+      timestamp_outside_tolerance: true,
+      bad_signature: true,
+      malformed_body: true,
+    };
+    for (const reason of Object.keys(reasons)) expect(section).toContain(`\`${reason}\``);
   });
 });

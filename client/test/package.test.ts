@@ -12,7 +12,8 @@ import { programEnvironment, startRealGateway, type RealGateway } from './suppor
  * The client as an integrator gets it, by the words of its README's "Install" section alone: its
  * pack command run at the repository root (its prepack builds), then its install command run in
  * an empty project outside the repository with the tarball's path in place of `/path/to/`. Then
- * a program from ESM and one from CommonJS log in and create a card against a real gateway, and
+ * a program from ESM and one from CommonJS log in and create a card against a real gateway and
+ * verify a signed webhook delivery, and
  * a TypeScript consumer type-checks under each module resolution (node16, bundler, node). No
  * network: the one runtime dependency, undici, is packed from this repository's node_modules and
  * installed first, and the README's commands run with `--offline` (and the pack with a
@@ -37,11 +38,23 @@ async function pack(folder: string, destination: string, ...flags: string[]): Pr
 }
 
 /**
- * One program, written once, run as an ES module and as CommonJS: logs in, creates a card, has
- * an invalid one refused, reads and freezes the card, logs out, and prints which file of the
- * package it loaded.
+ * One program, written once, run as an ES module and as CommonJS: verifies a webhook delivery it
+ * signs and refuses a forged one, logs in, creates a card, has an invalid one refused, reads and
+ * freezes the card, logs out, and prints which file of the package it loaded.
  */
-const PROGRAM = `const client = new CardGatewayClient({ baseUrl: process.env.GATEWAY_URL, ca: readFileSync(process.env.GATEWAY_CA_FILE) });
+const PROGRAM = `const secret = 'whsec_' + Buffer.from('package check webhook key').toString('base64');
+const body = JSON.stringify({ id: 'evt_package', type: 'card.created', createdAt: '2026-11-29T09:00:00.123Z', issuingAccount: 'acct_demo', sequence: 1, data: { card: { cardId: 'card_1' } } });
+const timestamp = String(Math.floor(Date.now() / 1000));
+const signature = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update('evt_package.' + timestamp + '.' + body).digest('base64');
+const webhookHeaders = { 'webhook-id': 'evt_package', 'webhook-timestamp': timestamp, 'webhook-signature': 'v1,' + signature };
+const verified = verifyEvent(secret, webhookHeaders, body).type;
+let forged = 'accepted';
+try {
+  verifyEvent(secret, { ...webhookHeaders, 'webhook-signature': 'v1,' + (signature[0] === 'A' ? 'B' : 'A') + signature.slice(1) }, body);
+} catch (error) {
+  forged = error instanceof WebhookVerificationError ? error.reason : String(error);
+}
+const client = new CardGatewayClient({ baseUrl: process.env.GATEWAY_URL, ca: readFileSync(process.env.GATEWAY_CA_FILE) });
 try {
   await client.login(process.env.GATEWAY_USERNAME, process.env.GATEWAY_PASSWORD);
   const created = await client.createCard({ cardLimit: 10_000, currency: 'EUR' });
@@ -55,6 +68,7 @@ try {
     refused: refused instanceof CardGatewayError ? refused.code : String(refused),
     read: { cardId: read.cardId, requestId: read.requestId === created.requestId, status: read.status },
     frozen: frozen.status,
+    event: { verified, forged },
   }));
   await client.logout();
 } finally {
@@ -62,13 +76,15 @@ try {
 }
 `;
 
-const ESM_PROGRAM = `import { readFileSync } from 'node:fs';
-import { CardGatewayClient, CardGatewayError } from '@card-gateway/client';
+const ESM_PROGRAM = `import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { CardGatewayClient, CardGatewayError, verifyEvent, WebhookVerificationError } from '@card-gateway/client';
 const loaded = import.meta.resolve('@card-gateway/client');
 ${PROGRAM}`;
 
-const CJS_PROGRAM = `const { readFileSync } = require('node:fs');
-const { CardGatewayClient, CardGatewayError } = require('@card-gateway/client');
+const CJS_PROGRAM = `const { createHmac } = require('node:crypto');
+const { readFileSync } = require('node:fs');
+const { CardGatewayClient, CardGatewayError, verifyEvent, WebhookVerificationError } = require('@card-gateway/client');
 const loaded = require.resolve('@card-gateway/client');
 (async () => {
 ${PROGRAM}})().catch((error) => {
@@ -78,7 +94,19 @@ ${PROGRAM}})().catch((error) => {
 `;
 
 /** A TypeScript consumer: every public name it uses must resolve to real types (strict, no `any`). */
-const CONSUMER = `import { CardGatewayClient, CardGatewayError, SessionEndedError, GATEWAY_ERROR_CODES, type CardRecord, type CreatedCard, type GatewayErrorCode } from '@card-gateway/client';
+const CONSUMER = `import {
+  CardGatewayClient,
+  CardGatewayError,
+  SessionEndedError,
+  GATEWAY_ERROR_CODES,
+  verifyEvent,
+  WebhookVerificationError,
+  type CardRecord,
+  type CreatedCard,
+  type GatewayErrorCode,
+  type GatewayEvent,
+  type WebhookVerificationReason,
+} from '@card-gateway/client';
 
 export async function issue(client: CardGatewayClient): Promise<CreatedCard | GatewayErrorCode | string> {
   try {
@@ -99,6 +127,23 @@ export async function frozenCards(client: CardGatewayClient): Promise<CardRecord
 
 export const client = new CardGatewayClient({ baseUrl: 'https://127.0.0.1:8443', onRetry: (event) => console.log(event.operation, event.delayMs) });
 export const status: number = GATEWAY_ERROR_CODES.rate_limited;
+
+export function received(secrets: string[], headers: Record<string, string | string[] | undefined>, body: Uint8Array): string | WebhookVerificationReason {
+  try {
+    const event: GatewayEvent = verifyEvent(secrets, headers, body, { toleranceSeconds: 300 });
+    switch (event.type) {
+      case 'card.status_changed':
+        return event.data.card.cardId + ' ' + event.data.previousStatus + ' ' + event.data.status;
+      case 'transaction.declined':
+        return String(event.data.amount) + ' ' + (event.data.declineReason ?? '');
+      default:
+        return event.id + ' ' + String(event.sequence);
+    }
+  } catch (error) {
+    if (error instanceof WebhookVerificationError) return error.reason;
+    throw error;
+  }
+}
 `;
 
 /** The same consumer with one type error: the check must catch it, or it proves nothing. */
@@ -187,7 +232,7 @@ describe('the client package, packed and installed into an empty project by its 
     expect(readFileSync(join(installed, 'README.md'), 'utf8')).toContain(`npm install /path/to/${packed.filename}`);
   });
 
-  it('logs in, creates, reads and freezes a card from an ESM program and from a CommonJS program, each loading its own build', async () => {
+  it('logs in, creates, reads and freezes a card and verifies a webhook delivery from an ESM program and from a CommonJS program, each loading its own build', async () => {
     g = await startRealGateway();
     writeFileSync(join(app, 'program.mjs'), ESM_PROGRAM);
     writeFileSync(join(app, 'program.cjs'), CJS_PROGRAM);
@@ -199,7 +244,7 @@ describe('the client package, packed and installed into an empty project by its 
     ] as const) {
       const { stdout, stderr } = await run(process.execPath, [program], { cwd: app, env, timeout: 60_000 });
       expect(stderr, program).toBe('');
-      const result = JSON.parse(stdout) as { module: string; cardId: string; pan: string; refused: string; read: unknown; frozen: string };
+      const result = JSON.parse(stdout) as { module: string; cardId: string; pan: string; refused: string; read: unknown; frozen: string; event: unknown };
       expect(result.module.startsWith('file:') ? fileURLToPath(result.module) : result.module, program).toBe(join(installed, build, 'index.js'));
       expect(result.cardId, program).toMatch(/^card_[0-9a-f]+$/);
       expect(result.pan, program).toMatch(/^\*{12}\d{4}$/);
@@ -207,6 +252,8 @@ describe('the client package, packed and installed into an empty project by its 
       expect(result.refused, program).toBe('validation_failed');
       expect(result.read, program).toEqual({ cardId: result.cardId, requestId: true, status: 'active' });
       expect(result.frozen, program).toBe('inactive');
+      // verifyEvent from the same build: a signed delivery verified, a forged one refused with that build's error class.
+      expect(result.event, program).toEqual({ verified: 'card.created', forged: 'bad_signature' });
     }
     expect((await g.connectorStats()).cardsCreated).toBe(2);
     expect(g.auditEvents('card.status_changed')).toHaveLength(2);

@@ -12,9 +12,13 @@ import type {
 import type { CardRequestSchema, CardResponseSchema } from '../../src/cards/card-schemas.js';
 import type { SessionTokensSchema } from '../../src/edge/routes/login-route.js';
 import { CARD_STATUSES as SERVER_CARD_STATUSES, type CardStatusSchema } from '../../src/foundation/card-status.js';
+import type * as ServerEvents from '../../src/foundation/event-types.js';
+import { EVENT_TYPES as SERVER_EVENT_TYPES } from '../../src/foundation/event-types.js';
 import {
   CARD_STATUSES,
+  EVENT_TYPES,
   type Card,
+  type CardCreatedData,
   type CardListQuery,
   type CardPage,
   type CardRecord,
@@ -22,8 +26,16 @@ import {
   type CardStatus,
   type CardStatusAnswer,
   type CardStatusChanged,
+  type CardStatusChangedData,
   type CardStatusSummary,
+  type EventCard,
+  type EventDataByType,
+  type EventSource,
+  type EventType,
+  type GatewayEvent,
+  type Merchant,
   type SessionTokens,
+  type TransactionData,
 } from '../src/index.js';
 
 /**
@@ -64,5 +76,21 @@ describe("the client's types match the gateway's schemas", () => {
 
   it("lists exactly the gateway's card statuses, in its order", () => {
     expect(CARD_STATUSES).toEqual(SERVER_CARD_STATUSES);
+  });
+
+  it("the events (D63) are exactly the gateway's event types, part by part", () => {
+    expectTypeOf<GatewayEvent>().toEqualTypeOf<ServerEvents.GatewayEvent>();
+    expectTypeOf<EventType>().toEqualTypeOf<ServerEvents.EventType>();
+    expectTypeOf<EventSource>().toEqualTypeOf<ServerEvents.EventSource>();
+    expectTypeOf<EventCard>().toEqualTypeOf<ServerEvents.EventCard>();
+    expectTypeOf<EventDataByType>().toEqualTypeOf<ServerEvents.EventDataByType>();
+    expectTypeOf<CardCreatedData>().toEqualTypeOf<ServerEvents.CardCreatedData>();
+    expectTypeOf<CardStatusChangedData>().toEqualTypeOf<ServerEvents.CardStatusChangedData>();
+    expectTypeOf<TransactionData>().toEqualTypeOf<ServerEvents.TransactionData>();
+    expectTypeOf<Merchant>().toEqualTypeOf<ServerEvents.Merchant>();
+  });
+
+  it("lists exactly the gateway's event types, in its order", () => {
+    expect(EVENT_TYPES).toEqual(SERVER_EVENT_TYPES);
   });
 });

@@ -22,6 +22,8 @@ export interface BuiltEntryPoints {
   readonly mainJs: string;
   readonly connectorJs: string;
   readonly hashPasswordJs: string;
+  /** The local webhook receiver (`npm run events:listen`). */
+  readonly eventsListenJs: string;
 }
 
 /** Every file under `folder`, sorted, relative to the repository. */
@@ -35,10 +37,13 @@ function filesUnder(folder: string): string[] {
   return found.sort();
 }
 
-/** A digest of what the compiled output depends on: a change of the sources is a new build. */
+/**
+ * A digest of what the compiled output depends on: a change of the sources is a new build. The
+ * build compiles tools/ too (src/tsconfig.json), and what tools import of the client.
+ */
 function sourceDigest(): string {
   const hash = createHash('sha256');
-  for (const file of [...filesUnder(join(REPO, 'src')), join(REPO, 'tsconfig.json')]) {
+  for (const file of [...['src', 'tools', 'client/src'].flatMap((folder) => filesUnder(join(REPO, folder))), join(REPO, 'tsconfig.json')]) {
     hash.update(relative(REPO, file)).update('\0').update(readFileSync(file)).update('\0');
   }
   return hash.digest('hex').slice(0, 16);
@@ -81,6 +86,7 @@ export function builtEntryPoints(): Promise<BuiltEntryPoints> {
       mainJs: join(dir, 'src', 'main.js'),
       connectorJs: join(dir, 'src', 'connector', 'sandbox', 'main.js'),
       hashPasswordJs: join(dir, 'src', 'auth', 'hash-password-cli.js'),
+      eventsListenJs: join(dir, 'tools', 'events-listen', 'main.js'),
     };
     const deadline = Date.now() + 170_000;
     while (!existsSync(complete)) {
