@@ -93,7 +93,9 @@ export function buildEvents(deps: EventsDeps): EventsCapability {
     get retentionMs() {
       return settings.retentionDays * DAY_MS;
     },
-    pollIntervalMs: deps.config.events.pollIntervalMs,
+    get pollIntervalMs() {
+      return settings.pollIntervalMs;
+    },
   });
   let running = false;
   let nudge: NodeJS.Timeout | undefined;

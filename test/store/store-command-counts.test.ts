@@ -264,20 +264,37 @@ describe('store commands per request type (INFO commandstats)', () => {
     expect(counts).toEqual({ evalsha: 1 });
   });
 
-  it('card creation (new requestId): 4 store commands in 2 round trips, the claim (SET NX GET, PEXPIRE) and the record (a script running one SET)', async () => {
+  it('card creation (new requestId): 2 round trips, the claim (SET NX GET, PEXPIRE), then the record and its card.created event sent together (D64)', async () => {
     const token = await fixture.token();
     const cost = await measureAll('card creation', N, async () => {
       expect((await createCard(fixture.gw, token, validCardBody())).statusCode).toBe(201);
     });
-    // The port: one claim, one completion; no limiter, lockout or peek on a card's way.
+    // The port: one claim, one completion, one event; no limiter, lockout or peek on a card's way.
+    expect(cost.portCalls).toEqual({ 'events.record': 1, 'idempotency.complete': 1, 'idempotency.reserve': 1 });
+    // The event is written in the same turn as the record: it adds no round trip (D64).
+    expect(cost.roundTrips).toBe(2);
+    expect(cost.sent).toEqual({ set: 1, pexpire: 1, evalsha: 2 });
+    // The record's SET; the event script's: the dedupe check (EXISTS, GET) and key, the account's
+    // sequence (INCR), the event (SET), its place in the log (ZADD) and the log's lifetime (PTTL,
+    // ZSCORE, ZRANGE: extended only when it runs short). No endpoint is configured: no delivery.
+    expect(cost.inScripts).toEqual({ set: 3, exists: 1, get: 1, incr: 1, zadd: 1, pttl: 1, zscore: 1, zrange: 1 });
+  });
+
+  it('card creation with events disabled: 4 store commands in 2 round trips, the claim (SET NX GET, PEXPIRE) and the record (a script running one SET)', async () => {
+    await fixture.gw.gateway.reload(await testConfig({ events: { enabled: false } }));
+    const token = await fixture.token();
+    const cost = await measureAll('card creation, events disabled', N, async () => {
+      expect((await createCard(fixture.gw, token, validCardBody())).statusCode).toBe(201);
+    });
     expect(cost.portCalls).toEqual({ 'idempotency.complete': 1, 'idempotency.reserve': 1 });
     expect(cost.roundTrips).toBe(2);
     expect(cost.sent).toEqual({ set: 1, pexpire: 1, evalsha: 1 });
     expect(cost.inScripts).toEqual({ set: 1 });
-    // Every command Redis runs for the card, as INFO commandstats counts them (11 before: two
-    // scripts running TIME, HMGET twice, DEL twice, HSET twice and PEXPIRE twice).
+    // Every command Redis runs for the card, as INFO commandstats counts them (11 before issue 20:
+    // two scripts running TIME, HMGET twice, DEL twice, HSET twice and PEXPIRE twice).
     const total = [...Object.values(cost.sent), ...Object.values(cost.inScripts)].reduce((a, b) => a + b, 0);
     expect(total).toBe(4);
+    await fixture.gw.gateway.reload(await testConfig());
   });
 
   it('card creation after its credential was deactivated and reactivated (D41): still 2 round trips, the not-before check is in memory', async () => {
@@ -292,7 +309,7 @@ describe('store commands per request type (INFO commandstats)', () => {
     const cost = await measureAll('card creation (credential with a not-before instant)', N, async () => {
       expect((await createCard(fixture.gw, token, validCardBody())).statusCode).toBe(201);
     });
-    expect(cost.sent).toEqual({ set: 1, pexpire: 1, evalsha: 1 });
+    expect(cost.sent).toEqual({ set: 1, pexpire: 1, evalsha: 2 });
     expect(cost.roundTrips).toBe(2);
   });
 
