@@ -19,8 +19,8 @@ export type ListCards = (input: ListCardsInput) => Promise<CardPage>;
 /** One spelling per instant (milliseconds, `Z`): the connector's filter and the cursor's binding agree. */
 const instant = (text: string | undefined): string | undefined => (text === undefined ? undefined : new Date(Date.parse(text)).toISOString());
 
-/** The D44 rules a schema cannot say: real calendar instants, createdAfter not later than createdBefore. */
-function filterProblems(query: CardListQuery): FieldProblem[] {
+/** The D44 rules a schema cannot say: real calendar instants, createdAfter not later than createdBefore (event listings share them). */
+export function filterProblems(query: { readonly createdAfter?: string | undefined; readonly createdBefore?: string | undefined }): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const { createdAfter, createdBefore } = query;
   const afterValid = createdAfter === undefined || isCalendarValid(createdAfter);

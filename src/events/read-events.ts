@@ -1,8 +1,8 @@
 import type { CardCursorSealer } from '../cards/card-cursor.js';
-import { isCalendarValid } from '../cards/validate-card-request.js';
+import { filterProblems } from '../cards/list-cards.js';
 import type { EventSettings } from '../config/sections/events.js';
 import type { Clock } from '../foundation/clock.js';
-import { errors, type FieldProblem } from '../foundation/errors.js';
+import { errors } from '../foundation/errors.js';
 import type { EventStore, StoredEvent } from '../store/event-store.js';
 import { EVENT_LIST_LIMIT, type EventListQuery } from './event-schemas.js';
 
@@ -33,18 +33,6 @@ export interface EventReading {
   list(issuingAccount: string, query: EventListQuery): Promise<EventPageText>;
   /** The event's JSON, or 404 event_not_found (unknown, malformed, expired, another account's). */
   get(issuingAccount: string, eventId: string): Promise<string>;
-}
-
-function filterProblems(query: EventListQuery): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  const { createdAfter, createdBefore } = query;
-  const afterValid = createdAfter === undefined || isCalendarValid(createdAfter);
-  const beforeValid = createdBefore === undefined || isCalendarValid(createdBefore);
-  if (!afterValid) problems.push({ path: 'query.createdAfter', message: 'is not a valid date and time' });
-  if (!beforeValid) problems.push({ path: 'query.createdBefore', message: 'is not a valid date and time' });
-  if (afterValid && beforeValid && createdAfter !== undefined && createdBefore !== undefined && Date.parse(createdAfter) > Date.parse(createdBefore))
-    problems.push({ path: 'query.createdAfter', message: 'must not be later than createdBefore' });
-  return problems;
 }
 
 /**

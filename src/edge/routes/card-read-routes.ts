@@ -22,7 +22,7 @@ const LIST_PATH = '/api/v1/issuing/cards';
 
 /** A query value written as plain digits becomes a number for the schema; anything else (`1.5`, `1e2`, ` 5`) stays text and is refused. */
 const PLAIN_DIGITS = /^[0-9]{1,15}$/;
-function numericLimit(request: FastifyRequest, _reply: unknown, done: () => void): void {
+export function numericLimit(request: FastifyRequest, _reply: unknown, done: () => void): void {
   const query = request.query as Record<string, unknown>;
   const limit = query['limit'];
   if (typeof limit === 'string' && PLAIN_DIGITS.test(limit)) query['limit'] = Number(limit);

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { EVENT_READ_NEEDS } from '../../cards/card-access.js';
 import {
   EventIdParamsSchema,
@@ -10,17 +10,10 @@ import {
 } from '../../events/event-schemas.js';
 import type { EventReading } from '../../events/read-events.js';
 import { errors } from '../../foundation/errors.js';
+import { numericLimit } from './card-read-routes.js';
 import { BEARER_CODES, BearerSecurity, documentedResponses, TRANSPORT_CODES } from '../openapi/documented-responses.js';
 
 export const EVENTS_PATH = '/api/v1/issuing/events';
-
-const PLAIN_DIGITS = /^[0-9]{1,15}$/;
-function numericLimit(request: FastifyRequest, _reply: unknown, done: () => void): void {
-  const query = request.query as Record<string, unknown>;
-  const limit = query['limit'];
-  if (typeof limit === 'string' && PLAIN_DIGITS.test(limit)) query['limit'] = Number(limit);
-  done();
-}
 
 const EXAMPLE_EVENT = {
   id: 'evt_01JDQ4S2X8N3V5K7M9P1R3T5W7',
