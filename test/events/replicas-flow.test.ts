@@ -11,7 +11,7 @@ import { transactionBody } from '../support/connector-events.js';
 import { EVENTS_PATH, EVENTS_READER, postConnectorEvent, readAllEvents, writeEventSecrets, type RecordedAnswer } from '../support/event-clients.js';
 import { createTestGateway, DEFAULT_CREDENTIALS, testCertificatePem, testConfig, type TestGateway } from '../support/gateway-fixture.js';
 import { createTestRedisStore, openReplicaStore } from '../support/redis.js';
-import { deliveriesByEvent, TEST_WEBHOOK_SECRET, type VerifiedDelivery } from '../support/signed-deliveries.js';
+import { deliveriesByEvent, isUnverified, TEST_WEBHOOK_SECRET, type VerifiedDelivery } from '../support/signed-deliveries.js';
 import { waitFor } from '../support/wait.js';
 import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -115,10 +115,14 @@ describe('events across two replicas on one Redis, over real listeners (D64-D66)
 
     const ofCard = (deliveries: VerifiedDelivery[]) =>
       deliveries.filter((delivery) => delivery.event.type === 'card.created' && (delivery.event.data['card'] as { cardId: string }).cardId === cardId);
-    const deliveries = await waitFor('card.created at the webhook', () => {
-      const found = ofCard([...verified().values()].flat());
-      return found.length > 0 && found;
-    });
+    const deliveries = await waitFor(
+      'card.created at the webhook',
+      () => {
+        const found = ofCard([...verified().values()].flat());
+        return found.length > 0 && found;
+      },
+      { stopOn: isUnverified },
+    );
     await settled();
     // At least once; a repeat is the same event under the same webhook-id, byte for byte.
     const again = ofCard([...verified().values()].flat());
@@ -159,7 +163,7 @@ describe('events across two replicas on one Redis, over real listeners (D64-D66)
       (event) => (event.data as { transactionId: string }).transactionId === transactionId,
     );
     expect(ofTransaction.map((event) => [event.id, event.sequence])).toEqual([[recorded.id, recorded.sequence]]);
-    await waitFor('the transaction at the webhook', () => verified().has(recorded.id));
+    await waitFor('the transaction at the webhook', () => verified().has(recorded.id), { stopOn: isUnverified });
     await settled();
     const deliveries = [...verified().values()].flat().filter((delivery) => delivery.event.data['transactionId'] === transactionId);
     expect(new Set(deliveries.map((delivery) => delivery.id))).toEqual(new Set([recorded.id]));
@@ -178,7 +182,7 @@ describe('events across two replicas on one Redis, over real listeners (D64-D66)
     const attemptsAtWebhook = () => verified().get(id)?.length ?? 0;
 
     for (let attempt = 1; attempt <= RETRY_ATTEMPTS; attempt += 1) {
-      await waitFor(`attempt ${attempt} at the webhook`, () => attemptsAtWebhook() >= attempt);
+      await waitFor(`attempt ${attempt} at the webhook`, () => attemptsAtWebhook() >= attempt, { stopOn: isUnverified });
       await settled();
       expect(attemptsAtWebhook()).toBe(attempt);
       const record = await adminDelivery(id);
@@ -207,7 +211,7 @@ describe('events across two replicas on one Redis, over real listeners (D64-D66)
     const redelivered = await call(`${replica(A).running.adminUrl}/events/endpoints/${ENDPOINT}/deliveries/${id}/redeliver`, { method: 'POST' });
     expect(redelivered.status, redelivered.body).toBe(200);
     expect(JSON.parse(redelivered.body)).toEqual({ redelivered: 1, endpointStopped: false });
-    await waitFor('the redelivery at the webhook', () => attemptsAtWebhook() > RETRY_ATTEMPTS);
+    await waitFor('the redelivery at the webhook', () => attemptsAtWebhook() > RETRY_ATTEMPTS, { stopOn: isUnverified });
     await settled();
     const all = verified().get(id)!;
     expect(all.map((delivery) => answered.get(delivery.request))).toEqual([...Array<number>(RETRY_ATTEMPTS).fill(500), 200]);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxConnector, type RunningSandboxConnector } from '../../src/connector/sandbox/sandbox-connector.js';
 import type { GatewayEvent } from '../../src/foundation/event-types.js';
@@ -10,24 +11,28 @@ import { DEFAULT_CREDENTIALS, rawTestConfig, testCertificatePem, writeTestConfig
 import { transactionBody } from '../support/connector-events.js';
 import { EVENTS_READER, postConnectorEvent, readAllEvents, writeEventSecrets, type RecordedAnswer } from '../support/event-clients.js';
 import { startSentinel, storeSection, type RedisProcess, type SentinelTopology } from '../support/redis-topologies.js';
-import { deliveriesByEvent, TEST_WEBHOOK_SECRET } from '../support/signed-deliveries.js';
+import { deliveriesByEvent, isUnverified, TEST_WEBHOOK_SECRET } from '../support/signed-deliveries.js';
 import { sleep, waitFor } from '../support/wait.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 /**
  * D66 through a Sentinel failover: a gateway process on a Sentinel group (1 master, 2 replicas,
  * 3 sentinels) with `store.redis.replicasToAck: 1`, so that an event is answered only once a
  * replica has it (D35, D64). The connector posts transaction events to the connector listener
  * and a partner creates cards, both retrying as the contract tells them to (same eventId, same
- * requestId), while the master is SIGKILLed. No acknowledged event is lost: every event answered
- * 202 (or 200) and every card answered 201, before, during and after the failover, is readable
- * through the API once the sentinels promoted a replica and is delivered, signed, to the
- * partner's webhook; deliveries go on after the promotion.
+ * requestId), while the master is SIGKILLed. The partner's webhook answers nothing until the
+ * promotion: what was recorded before the kill waits in the delivery queue (or in flight), so it
+ * can only be delivered from what the promoted replica holds. No acknowledged event is lost:
+ * every event answered 202 (or 200) and every card answered 201, before and after the
+ * failover, is readable through the API and delivered, signed, once a replica is promoted;
+ * deliveries go on after the promotion.
  */
 
 /** Bounds of the flood: a client stops at these whatever happens (the run's own end comes first). */
 const MAX_EVENTS_PER_POSTER = 300;
 const MAX_CARDS = 120;
+/** Deliveries in flight at once: the webhook holds them until the promotion. */
+const MAX_IN_FLIGHT = 8;
 /** Acknowledged before the kill, and after the promotion, before the run ends. */
 const BEFORE_KILL = { events: 30, cards: 5 };
 const AFTER_PROMOTION = { events: 20, cards: 5 };
@@ -56,12 +61,25 @@ describe('events through a Sentinel failover (D66, replicasToAck 1)', () => {
   let gateway: GatewayProcess | undefined;
   let connectorUrl = '';
   let ca = '';
+  /** Until the promotion, the webhook holds every request unanswered; then it answers 204. */
+  let answering = false;
+  const held: [ServerResponse, ReceivedRequest][] = [];
+  const answeredRequests = new Set<ReceivedRequest>();
+  const answer = (response: ServerResponse, request: ReceivedRequest) => {
+    if (response.destroyed) return;
+    answeredRequests.add(request);
+    response.writeHead(204);
+    response.end();
+  };
 
   beforeAll(async () => {
     [sentinel, connector, receiver, ca] = await Promise.all([
       startSentinel(),
       startSandboxConnector({ host: '127.0.0.1', port: 0 }),
-      startWebhookReceiver(204),
+      startWebhookReceiver((response, request) => {
+        if (answering) answer(response, request);
+        else held.push([response, request]);
+      }),
       testCertificatePem(),
     ]);
     const { connectorSecretFile, webhookSecretFile } = writeEventSecrets();
@@ -80,7 +98,16 @@ describe('events through a Sentinel failover (D66, replicasToAck 1)', () => {
         rateLimits: RELAXED_LIMITS,
         events: {
           pollIntervalMs: 200,
-          endpoints: [{ id: 'partner', issuingAccount: 'acct-eu', url: receiver.url, secrets: [{ file: webhookSecretFile }], timeoutMs: 5000, maxInFlight: 8 }],
+          endpoints: [
+            {
+              id: 'partner',
+              issuingAccount: 'acct-eu',
+              url: receiver.url,
+              secrets: [{ file: webhookSecretFile }],
+              timeoutMs: 60_000,
+              maxInFlight: MAX_IN_FLIGHT,
+            },
+          ],
         },
       }),
       [...DEFAULT_CREDENTIALS, EVENTS_READER],
@@ -157,9 +184,12 @@ describe('events through a Sentinel failover (D66, replicasToAck 1)', () => {
     const master: RedisProcess = await sentinel!.master();
     phase = 'during';
     const linesAtKill = gw.lines.length;
+    const sentBeforeKill = hooks.requests.length;
     await master.kill();
     const promoted = await sentinel!.waitForNewMaster(master);
     phase = 'after';
+    answering = true;
+    for (const [response, request] of held.splice(0)) answer(response, request);
     await waitFor(
       'events and cards acknowledged after the promotion',
       () => acknowledged(posts, 'after') >= AFTER_PROMOTION.events && acknowledged(cards, 'after') >= AFTER_PROMOTION.cards,
@@ -182,19 +212,26 @@ describe('events through a Sentinel failover (D66, replicasToAck 1)', () => {
     const created = cards.filter((card) => card.cardId !== undefined);
     expect(recorded).toHaveLength(posts.length);
     expect(created).toHaveLength(cards.length);
-    expect(acknowledged(posts, 'before')).toBeGreaterThanOrEqual(BEFORE_KILL.events);
+    // Most of what was acknowledged before the kill had not even been sent: it waited in the queue.
+    expect(sentBeforeKill).toBeLessThanOrEqual(MAX_IN_FLIGHT);
+    expect(acknowledged(posts, 'before') + acknowledged(cards, 'before')).toBeGreaterThan(sentBeforeKill);
 
     // Readable through the API, each once: every connector event under the id it was answered,
     // every card's card.created (a record the outage deferred lands once the store answers).
     const reader = await loginOver(gw.httpsUrl, ca, EVENTS_READER.username);
-    const events = await waitFor('every acknowledged event to be readable', async () => {
-      const all = await readAllEvents(gw.httpsUrl, ca, reader);
-      const ids = new Set(all.map((event) => event.id));
-      const createdCards = new Set(
-        all.filter((event) => event.type === 'card.created').map((event) => (event.data as { card: { cardId: string } }).card.cardId),
-      );
-      return recorded.every((post) => ids.has(post.recorded!.id)) && created.every((card) => createdCards.has(card.cardId!)) && all;
-    });
+    const events = await waitFor(
+      'every acknowledged event to be readable',
+      async () => {
+        const all = await readAllEvents(gw.httpsUrl, ca, reader);
+        const ids = new Set(all.map((event) => event.id));
+        const createdCards = new Set(
+          all.filter((event) => event.type === 'card.created').map((event) => (event.data as { card: { cardId: string } }).card.cardId),
+        );
+        return recorded.every((post) => ids.has(post.recorded!.id)) && created.every((card) => createdCards.has(card.cardId!)) && all;
+        // Gently: the reads count against the credential's API limit.
+      },
+      { intervalMs: 500 },
+    );
     const byId = new Map(events.map((event) => [event.id, event]));
     for (const post of recorded) {
       const event = byId.get(post.recorded!.id) as Extract<GatewayEvent, { type: 'transaction.authorized' }> | undefined;
@@ -211,12 +248,20 @@ describe('events through a Sentinel failover (D66, replicasToAck 1)', () => {
     expect(cardIds.sort()).toEqual(created.map((card) => card.cardId!).sort());
     expect(new Set(events.map((event) => event.sequence)).size).toBe(events.length);
 
-    // Delivered, each at least once, signed, with the body the API reads back.
+    // Delivered (answered 204, all after the promotion), each at least once, signed, with the body the API reads back.
     const wanted = events.map((event) => event.id);
-    const delivered = await waitFor('every event delivered to the webhook', () => {
-      const byEvent = deliveriesByEvent(hooks.requests, TEST_WEBHOOK_SECRET);
-      return wanted.every((id) => byEvent.has(id)) && byEvent;
-    });
+    const delivered = await waitFor(
+      'every event delivered to the webhook',
+      () => {
+        const byEvent = deliveriesByEvent(
+          hooks.requests.filter((request) => answeredRequests.has(request)),
+          TEST_WEBHOOK_SECRET,
+        );
+        return wanted.every((id) => byEvent.has(id)) && byEvent;
+      },
+      { stopOn: isUnverified },
+    );
+    expect(deliveriesByEvent(hooks.requests, TEST_WEBHOOK_SECRET).size).toBe(delivered.size);
     for (const event of events) for (const delivery of delivered.get(event.id)!) expect(JSON.parse(delivery.body)).toEqual(event);
     // Deliveries went on after the failover: the events acknowledged after the promotion are among them.
     expect(acknowledged(posts, 'after')).toBeGreaterThanOrEqual(AFTER_PROMOTION.events);
@@ -224,7 +269,7 @@ describe('events through a Sentinel failover (D66, replicasToAck 1)', () => {
 
     console.info(
       `[events failover sentinel] connector events ${recorded.length} (before the kill ${acknowledged(posts, 'before')}, during ${acknowledged(posts, 'during')}, after ${acknowledged(posts, 'after')}), ` +
-        `503 answers ${statuses.filter((status) => status === 503).length}; cards ${created.length}; events read ${events.length}; webhook requests ${hooks.requests.length} for ${delivered.size} events`,
+        `503 answers ${statuses.filter((status) => status === 503).length}; cards ${created.length}; events read ${events.length}; webhook requests ${hooks.requests.length} (${sentBeforeKill} before the kill) for ${delivered.size} events`,
     );
   }, 300_000);
 });

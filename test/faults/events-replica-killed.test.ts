@@ -7,7 +7,7 @@ import { transactionBody } from '../support/connector-events.js';
 import { postConnectorEvent, writeEventSecrets, type RecordedAnswer } from '../support/event-clients.js';
 import { rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 import { startStandalone, storeSection, type StandaloneTopology } from '../support/redis-topologies.js';
-import { deliveriesByEvent, TEST_WEBHOOK_SECRET } from '../support/signed-deliveries.js';
+import { deliveriesByEvent, isUnverified, TEST_WEBHOOK_SECRET } from '../support/signed-deliveries.js';
 import { waitFor } from '../support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -115,13 +115,17 @@ describe('a replica killed with deliveries in flight (D66)', () => {
 
     // B delivers everything: what A held once its lease ran out, and whatever A had not claimed.
     const ids = recorded.map((event) => event.id);
-    const fromB = await waitFor('replica B to deliver every event', () => {
-      const byEvent = deliveriesByEvent(
-        hooks.requests.filter((request) => request.url === '/replica-b'),
-        TEST_WEBHOOK_SECRET,
-      );
-      return ids.every((id) => byEvent.has(id)) && byEvent;
-    });
+    const fromB = await waitFor(
+      'replica B to deliver every event',
+      () => {
+        const byEvent = deliveriesByEvent(
+          hooks.requests.filter((request) => request.url === '/replica-b'),
+          TEST_WEBHOOK_SECRET,
+        );
+        return ids.every((id) => byEvent.has(id)) && byEvent;
+      },
+      { stopOn: isUnverified },
+    );
     expect([...fromB.keys()].sort()).toEqual([...ids].sort());
     // Every request either replica sent is signed and carries the event unchanged.
     const all = deliveriesByEvent(hooks.requests, TEST_WEBHOOK_SECRET);

@@ -10,9 +10,14 @@ export interface VerifiedDelivery {
   readonly request: ReceivedRequest;
 }
 
+/** A request no partner would accept: a wait ends at once on it (`stopOn: isUnverified`) rather than hang. */
+export class UnverifiedDelivery extends Error {}
+
+export const isUnverified = (error: unknown): boolean => error instanceof UnverifiedDelivery;
+
 const header = (request: ReceivedRequest, name: string): string => {
   const value = request.headers[name];
-  if (typeof value !== 'string' || value === '') throw new Error(`webhook request without ${name}`);
+  if (typeof value !== 'string' || value === '') throw new UnverifiedDelivery(`webhook request without ${name}`);
   return value;
 };
 
@@ -21,17 +26,17 @@ const header = (request: ReceivedRequest, name: string): string => {
  * (not the gateway's signing module): one of the `webhook-signature` entries is the signature of
  * `<webhook-id>.<webhook-timestamp>.<body>` with `secret`, and the body is the event `webhook-id`
  * names. The timestamp is the one sent, not compared with this machine's clock: tests drive
- * the gateway's clock. Throws, naming what is wrong.
+ * the gateway's clock. Throws an UnverifiedDelivery naming what is wrong.
  */
 export function verifyDelivery(request: ReceivedRequest, secret: string): VerifiedDelivery {
   const id = header(request, 'webhook-id');
   const timestamp = header(request, 'webhook-timestamp');
-  if (!/^\d+$/.test(timestamp)) throw new Error(`webhook-timestamp is not integer seconds: ${timestamp}`);
+  if (!/^\d+$/.test(timestamp)) throw new UnverifiedDelivery(`webhook-timestamp is not integer seconds: ${timestamp}`);
   const expected = new Webhook(secret).sign(id, new Date(Number(timestamp) * 1000), request.body);
   const sent = header(request, 'webhook-signature').split(' ');
-  if (!sent.includes(expected)) throw new Error(`webhook ${id}: no signature matches the secret (${sent.length} sent)`);
+  if (!sent.includes(expected)) throw new UnverifiedDelivery(`webhook ${id}: no signature matches the secret (${sent.length} sent)`);
   const event = JSON.parse(request.body) as VerifiedDelivery['event'];
-  if (event.id !== id) throw new Error(`webhook-id ${id} names another event than the body's ${event.id}`);
+  if (event.id !== id) throw new UnverifiedDelivery(`webhook-id ${id} names another event than the body's ${event.id}`);
   return { id, body: request.body, event, request };
 }
 
