@@ -9,7 +9,7 @@ import { parseLogLine } from '../support/process.js';
 import { RELAXED_LIMITS } from '../support/auth-requests.js';
 import { DEFAULT_CREDENTIALS, rawTestConfig, testCertificatePem, writeTestConfig } from '../support/gateway-fixture.js';
 import { transactionBody } from '../support/connector-events.js';
-import { EVENTS_READER, postConnectorEvent, readAllEvents, writeEventSecrets, type RecordedAnswer } from '../support/event-clients.js';
+import { EVENTS_READER, postConnectorEvent, readAllEvents, waitForStore, writeEventSecrets, type RecordedAnswer } from '../support/event-clients.js';
 import { startSentinel, storeSection, type RedisProcess, type SentinelTopology } from '../support/redis-topologies.js';
 import { deliveriesByEvent, isUnverified, TEST_WEBHOOK_SECRET } from '../support/signed-deliveries.js';
 import { sleep, waitFor } from '../support/wait.js';
@@ -113,6 +113,7 @@ describe('events through a Sentinel failover (D66, replicasToAck 1)', () => {
       [...DEFAULT_CREDENTIALS, EVENTS_READER],
     );
     gateway = await startGateway(written.file);
+    await waitForStore(gateway.adminUrl);
     connectorUrl = String(gateway.listening['connectorListener']);
     expect(connectorUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
   }, 120_000);

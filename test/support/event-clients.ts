@@ -6,7 +6,7 @@ import type { GatewayEvent } from '../../src/foundation/event-types.js';
 import { call, type HttpAnswer } from '../hostile/support.js';
 import { PASSWORD, type TestCredential } from './config-fixture.js';
 import { TEST_WEBHOOK_SECRET } from './signed-deliveries.js';
-import { HANG_GUARD_MS } from './wait.js';
+import { HANG_GUARD_MS, waitFor } from './wait.js';
 
 /**
  * The two clients of the events over real sockets: the connector posting to the connector
@@ -73,4 +73,16 @@ export async function readAllEvents(httpsUrl: string, ca: string, token: string,
     if (cursor === null) return events;
   }
   throw new Error(`GET ${EVENTS_PATH}: more than 100 pages`);
+}
+
+/**
+ * Until the gateway's `/readyz` says its store answers: a gateway process connects to Redis in
+ * the background after it listens, and refuses what needs the store (503) until then.
+ */
+export async function waitForStore(adminUrl: string): Promise<void> {
+  await waitFor(
+    `the store of the gateway at ${adminUrl}`,
+    async () => (JSON.parse((await call(`${adminUrl}/readyz`, { timeoutMs: HANG_GUARD_MS })).body) as { checks?: { store?: string } }).checks?.store === 'ok',
+    { intervalMs: 100 },
+  );
 }
