@@ -17,8 +17,10 @@ import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from
 
 /**
  * D66 through a Sentinel failover: a gateway process on a Sentinel group (1 master, 2 replicas,
- * 3 sentinels) with `store.redis.replicasToAck: 1`, so that an event is answered only once a
- * replica has it (D35, D64). The connector posts transaction events to the connector listener
+ * 3 sentinels) with `store.redis.replicasToAck: 1`: an event is answered after WAIT, once a
+ * replica has it (D35, D64). WAIT gives up after the command deadline and the event is answered
+ * all the same, like a card record, so the test checks that this never happened before the kill
+ * (no `replicas behind` line): that is the premise of "no acknowledged event lost". The connector posts transaction events to the connector listener
  * and a partner creates cards, both retrying as the contract tells them to (same eventId, same
  * requestId), while the master is SIGKILLed. The partner's webhook answers nothing until the
  * promotion: what was recorded before the kill waits in the delivery queue (or in flight), so it
