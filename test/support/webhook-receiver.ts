@@ -14,9 +14,11 @@ export interface ReceivedRequest {
 
 /**
  * How the receiver answers a request: a status (and an optional body); `hold` keeps it waiting
- * until `release()` or the test ends; a function writes the answer itself.
+ * until `release()` or the test ends; a function writes the answer itself (it gets the request,
+ * already in `requests`).
  */
-export type ReceiverAnswer = number | { status: number; body?: string; headers?: Record<string, string> } | 'hold' | ((response: ServerResponse) => void);
+export type ReceiverAnswer =
+  number | { status: number; body?: string; headers?: Record<string, string> } | 'hold' | ((response: ServerResponse, request: ReceivedRequest) => void);
 
 export interface WebhookReceiver {
   readonly url: string;
@@ -49,12 +51,15 @@ export async function startWebhookReceiver(initial: ReceiverAnswer = 200): Promi
   const closedNumbers = new Set<number>();
   let answer = initial;
 
-  const reply = (response: ServerResponse, with_: ReceiverAnswer): void => {
+  const reply = (response: ServerResponse, with_: ReceiverAnswer, request?: ReceivedRequest): void => {
     if (with_ === 'hold') {
       held.push(response);
       return;
     }
-    if (typeof with_ === 'function') return with_(response);
+    if (typeof with_ === 'function') {
+      if (request) with_(response, request);
+      return;
+    }
     const { status, body, headers } = typeof with_ === 'number' ? { status: with_, body: undefined, headers: undefined } : with_;
     response.writeHead(status, { 'content-type': 'text/plain', ...headers });
     response.end(body ?? '');
@@ -64,14 +69,15 @@ export async function startWebhookReceiver(initial: ReceiverAnswer = 200): Promi
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      requests.push({
+      const received: ReceivedRequest = {
         method: request.method ?? '',
         url: request.url ?? '',
         headers: request.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         connection: numbers.get(request.socket) ?? 0,
-      });
-      reply(response, answer);
+      };
+      requests.push(received);
+      reply(response, answer, received);
     });
   });
   server.on('connection', (socket: Socket) => {
