@@ -19,7 +19,7 @@ export function cardEvents(recorder: EventRecorder, logger: Logger): CardEvents 
   const failed = (type: string, cardId: string) => (error: unknown) => {
     logger.error(
       { eventType: type, cardId, err: { message: (error as Error).message } },
-      'event not recorded: the store did not take it; partners will not hear of this change',
+      'event not recorded yet: the store did not take it; the Redis store writes it again once it answers (for up to 10 minutes), else partners do not hear of this change',
     );
   };
   return {

@@ -16,8 +16,8 @@ export const STORE_LOG = {
   evictingPolicy: 'store runs an evicting maxmemory-policy; it can silently drop lockouts, refresh tokens and card records (production refuses it, D54)',
   noEvictionAgain: 'store runs maxmemory-policy noeviction again',
   masterChanged: 'store master changed',
-  replicasBehind: 'card records are not acknowledged by store.redis.replicasToAck replicas in time; answered anyway',
-  replicasCaughtUp: 'card records are acknowledged by store.redis.replicasToAck replicas again',
+  replicasBehind: 'card records and events are not acknowledged by store.redis.replicasToAck replicas in time; answered anyway',
+  replicasCaughtUp: 'card records and events are acknowledged by store.redis.replicasToAck replicas again',
 } as const;
 
 /**
