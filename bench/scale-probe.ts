@@ -222,7 +222,8 @@ async function startGateway(redisUrl: string, sinkUrl?: string) {
       tls: { cert: { file: 'tls.crt' }, key: { file: 'tls.key' } },
       trustedProxies: [],
       allowlist: ['127.0.0.0/8'],
-      store: { kind: 'redis', redis: { url: redisUrl, keyPrefix: PREFIX } },
+      // A busy machine may hold Redis's answers past the default 300 ms: the probe measures memory, not time.
+      store: { kind: 'redis', redis: { url: redisUrl, keyPrefix: PREFIX, commandTimeoutMs: 5000, connectTimeoutMs: 5000 } },
       connector: {
         url: connector.url,
         timeoutMs: 5000,
