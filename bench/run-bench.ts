@@ -239,6 +239,38 @@ async function attackAlone(
   return { cpuUsPerRefusal: cpu / Math.max(1, attempts), attempts, statuses };
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Seconds of quiet over which a Redis's own traffic is counted (idleStoreRate). */
+const IDLE_SECONDS = 3;
+
+/**
+ * What a Redis is sent while no request comes, per second: the gateways' health checks (a PING a
+ * second), their reads of the credentials' not-before instants and, on the events gateway, the
+ * delivery loop's polls (a claim and a backlog read per endpoint a second). The per-request
+ * counts of requests sent one at a time (the pairs, the logins) are taken less it.
+ */
+async function idleStoreRate(redis: Redis | NodeGroup): Promise<StoreCounts> {
+  const before = await count(redis);
+  const started = performance.now();
+  await sleep(IDLE_SECONDS * 1000);
+  const after = await count(redis);
+  const seconds = (performance.now() - started) / 1000;
+  return { commands: (after.commands - before.commands) / seconds, roundTrips: (after.roundTrips - before.roundTrips) / seconds };
+}
+
+/** Counts of `redis` around `work`, less its idle traffic over the same time (none counted below 0). */
+async function countedLessIdle(redis: Redis | NodeGroup | undefined, idle: StoreCounts | undefined, work: () => Promise<void>) {
+  const before = redis && (await count(redis));
+  const started = performance.now();
+  await work();
+  const after = redis && (await count(redis));
+  const seconds = (performance.now() - started) / 1000;
+  if (!before || !after) return undefined;
+  const less = (key: keyof StoreCounts) => Math.max(0, after[key] - before[key] - (idle ? idle[key] * seconds : 0));
+  return { commands: less('commands'), roundTrips: less('roundTrips') };
+}
+
 /** The comparison's interleaved pairs, with the subject's store commands per request over them. */
 async function pairs(comparison: Comparison) {
   const target = (spec: LoadSpec) => ({ origin: spec.server.url, template: spec.template, ...(spec.ca && { ca: spec.ca }) });
@@ -253,25 +285,29 @@ async function pairs(comparison: Comparison) {
   const redis = comparison.subject.redis;
   // A baseline with a Redis of its own (C with events off) is counted too; one sharing the subject's could not be told apart.
   const baselineRedis = comparison.baseline.redis !== redis ? comparison.baseline.redis : undefined;
-  const before = redis && (await count(redis));
-  const baselineBefore = baselineRedis && (await count(baselineRedis));
-  const result = await runChild<PairsResult>('pairs.js', options, 'interleaved pairs');
-  const after = redis && (await count(redis));
-  const baselineAfter = baselineRedis && (await count(baselineRedis));
-  const per = (from: StoreCounts | undefined, to: StoreCounts | undefined, key: keyof StoreCounts) =>
-    from && to ? Math.round(((to[key] - from[key]) / Math.max(1, result.sent)) * 10) / 10 : undefined;
-  const perRequest = (key: keyof StoreCounts) => per(before, after, key);
+  const [idle, baselineIdle] = await Promise.all([redis && idleStoreRate(redis), baselineRedis && idleStoreRate(baselineRedis)]);
+  let result: PairsResult | undefined;
+  let baselineCounts: StoreCounts | undefined;
+  const counts = await countedLessIdle(redis, idle, async () => {
+    baselineCounts = await countedLessIdle(baselineRedis, baselineIdle, async () => {
+      result = await runChild<PairsResult>('pairs.js', options, 'interleaved pairs');
+    });
+  });
+  if (!result) throw new Error('the interleaved pairs gave no result');
+  const sent = Math.max(1, result.sent);
+  const per = (counted: StoreCounts | undefined, key: keyof StoreCounts) => (counted ? Math.round((counted[key] / sent) * 10) / 10 : undefined);
+  const perRequest = (key: keyof StoreCounts) => per(counts, key);
   return {
     ...result,
     taxP50Us: Math.round(median(result.repeats.map((r) => r.taxP50Us))),
     taxP99Us: Math.round(median(result.repeats.map((r) => r.taxP99Us))),
     pairedMedianUs: Math.round(median(result.repeats.map((r) => r.pairedMedianUs))),
-    // One decimal: the store's health check (a PING a second) is read by Redis too.
+    // Less the store's idle traffic; one decimal, what is left of it is not exact.
     storeCommandsPerRequest: perRequest('commands'),
     storeRoundTripsPerRequest: perRequest('roundTrips'),
     ...(baselineRedis && {
-      baselineStoreCommandsPerRequest: per(baselineBefore, baselineAfter, 'commands'),
-      baselineStoreRoundTripsPerRequest: per(baselineBefore, baselineAfter, 'roundTrips'),
+      baselineStoreCommandsPerRequest: per(baselineCounts, 'commands'),
+      baselineStoreRoundTripsPerRequest: per(baselineCounts, 'roundTrips'),
     }),
   };
 }
@@ -310,14 +346,12 @@ interface EventsRun {
   /** The connector's POST, answered, µs (scheduled instant to answer). */
   postP50Us: number;
   postP99Us: number;
-  /** The gateway's CPU, store commands and reads over the load and the drain, per event recorded: recording and delivering it. */
+  /** The gateway's CPU (its idle share included), store commands and reads (its idle traffic taken out) over the load and the drain, per event recorded: recording and delivering it. */
   cpuUsPerEvent: number;
   coreBusy: number;
   storeCommandsPerEvent: number;
   storeRoundTripsPerEvent: number;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function runEvents(spec: EventsSpec, seconds: number): Promise<EventsRun> {
   const connectorUrl = spec.server.connectorUrl;
@@ -325,37 +359,44 @@ async function runEvents(spec: EventsSpec, seconds: number): Promise<EventsRun> 
   // Nothing left over to deliver first (earlier runs; C's cards with BENCH_CARD_EVENTS_DELIVERED).
   const drainedBy = performance.now() + EVENTS_DRAIN_GUARD_MS;
   while (Number(await spec.redis.zcard(spec.queueKey)) > 0 && performance.now() < drainedBy) await sleep(100);
+  const idle = await idleStoreRate(spec.redis);
   await spec.receiver.ask('receiver-reset');
-  const cpuBefore = await spec.server.cpuMicros();
-  const storeBefore = await storeCounts(spec.redis);
-  const startedMs = Date.now();
-  const load = await runLoad({
-    origin: connectorUrl,
-    template: spec.template,
-    ca: spec.ca,
-    connections: CONNECTIONS,
-    durationSeconds: seconds,
-    overallRate: EVENTS_RATE,
-  });
-  const endedMs = Date.now();
-  const recorded = load.requests - load.non2xx - load.errors;
   const stats = () => spec.receiver.ask<ReceiverStats>('receiver-stats');
+  const cpuBefore = await spec.server.cpuMicros();
+  const startedMs = Date.now();
+  let load: LoadResult | undefined;
   let received = await stats();
-  const guard = performance.now() + EVENTS_DRAIN_GUARD_MS;
-  while (received.unique < recorded && performance.now() < guard) {
-    await sleep(50);
+  let endedMs = 0;
+  const store = await countedLessIdle(spec.redis, idle, async () => {
+    load = await runLoad({
+      origin: connectorUrl,
+      template: spec.template,
+      ca: spec.ca,
+      connections: CONNECTIONS,
+      durationSeconds: seconds,
+      overallRate: EVENTS_RATE,
+    });
+    endedMs = Date.now();
+    const recordedNow = load.requests - load.non2xx - load.errors;
+    const guard = performance.now() + EVENTS_DRAIN_GUARD_MS;
     received = await stats();
-  }
+    while (received.unique < recordedNow && performance.now() < guard) {
+      await sleep(50);
+      received = await stats();
+    }
+  });
   const doneMs = Date.now();
   const cpu = (await spec.server.cpuMicros()) - cpuBefore;
-  const storeAfter = await storeCounts(spec.redis);
+  if (!load || !store) throw new Error(`${spec.name}: the load gave no result`);
+  const recorded = load.requests - load.non2xx - load.errors;
   const events = Math.max(1, recorded);
   return {
     seconds,
     recorded,
     refused: load.requests - recorded,
-    recordedPerSecond: Math.round(recorded / ((endedMs - startedMs) / 1000)),
-    deliveredPerSecond: received.lastAtMs > startedMs ? Math.round(received.unique / ((received.lastAtMs - startedMs) / 1000)) : 0,
+    // Over the generator's own time (its start is not the load's), and from the first delivery to the last.
+    recordedPerSecond: Math.round(load.rps * (recorded / Math.max(1, load.requests))),
+    deliveredPerSecond: received.lastAtMs > received.firstAtMs ? Math.round((received.unique - 1) / ((received.lastAtMs - received.firstAtMs) / 1000)) : 0,
     received: received.received,
     duplicates: received.received - received.unique,
     drainMs: received.unique >= recorded ? Math.max(0, received.lastAtMs - endedMs) : undefined,
@@ -366,8 +407,8 @@ async function runEvents(spec: EventsSpec, seconds: number): Promise<EventsRun> 
     postP99Us: load.p99Us,
     cpuUsPerEvent: Math.round(cpu / events),
     coreBusy: Math.round((cpu / ((doneMs - startedMs) * 1000)) * 100) / 100,
-    storeCommandsPerEvent: Math.round(((storeAfter.commands - storeBefore.commands) / events) * 10) / 10,
-    storeRoundTripsPerEvent: Math.round(((storeAfter.roundTrips - storeBefore.roundTrips) / events) * 10) / 10,
+    storeCommandsPerEvent: Math.round((store.commands / events) * 10) / 10,
+    storeRoundTripsPerEvent: Math.round((store.roundTrips / events) * 10) / 10,
   };
 }
 
@@ -400,14 +441,15 @@ function summariseEvents(runs: readonly EventsRun[]) {
 
 /** A login's store commands and round trips: `LOGINS_COUNTED` logins one at a time, each from its own forwarded address. */
 async function loginStoreCost(gateway: Server, redis: Redis, ca: Buffer): Promise<{ commands: number; roundTrips: number }> {
-  const before = await storeCounts(redis);
-  for (let i = 0; i < LOGINS_COUNTED; i += 1) {
-    await httpsJson(gateway.url, '/api/v1/auth/login', { username: `auth-${AUTH_USERS - 1 - i}`, password: PASSWORD }, ca, {
-      'x-forwarded-for': `10.250.0.${i + 1}`,
-    });
-  }
-  const after = await storeCounts(redis);
-  const perLogin = (key: keyof StoreCounts) => Math.round(((after[key] - before[key]) / LOGINS_COUNTED) * 10) / 10;
+  const idle = await idleStoreRate(redis);
+  const counted = await countedLessIdle(redis, idle, async () => {
+    for (let i = 0; i < LOGINS_COUNTED; i += 1) {
+      await httpsJson(gateway.url, '/api/v1/auth/login', { username: `auth-${AUTH_USERS - 1 - i}`, password: PASSWORD }, ca, {
+        'x-forwarded-for': `10.250.0.${i + 1}`,
+      });
+    }
+  });
+  const perLogin = (key: keyof StoreCounts) => Math.round(((counted?.[key] ?? 0) / LOGINS_COUNTED) * 10) / 10;
   return { commands: perLogin('commands'), roundTrips: perLogin('roundTrips') };
 }
 
