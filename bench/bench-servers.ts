@@ -12,6 +12,7 @@ import { cpus, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
+import { EVENT_TYPES } from '../src/foundation/event-types.js';
 import { hashPassword } from '../src/foundation/password-hash.js';
 import { localhostCertificate } from '../tools/launch/certificate.js';
 import { launch, type LaunchedProcess } from '../tools/launch/child-process.js';
@@ -71,6 +72,8 @@ export interface Server {
   name: string;
   process: LaunchedProcess;
   url: string;
+  /** A gateway's connector listener (D64), where it has one. */
+  connectorUrl: string | undefined;
   stats: { heapUsed: number; rss: number; handles: number }[];
   /**
    * User + system CPU time the server process has used so far, in microseconds: read from
@@ -80,6 +83,8 @@ export interface Server {
   /** Starts V8's sampling profiler in the server; `stopProfile` writes what it sampled to `file`. */
   startProfile(): Promise<void>;
   stopProfile(file: string): Promise<void>;
+  /** Sends a command line that the role answers with `{"answer":...}` (the receiver's `receiver-stats`, `receiver-reset`). */
+  ask<T>(command: string): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -94,10 +99,16 @@ export async function startServer(name: string, cpu: number, args: string[], nod
   );
   prioritise(server.pid);
   const stats: Server['stats'] = [];
-  const waiters: { cpu: ((micros: number) => void)[]; profiling: (() => void)[]; profile: (() => void)[] } = { cpu: [], profiling: [], profile: [] };
+  const waiters: { cpu: ((micros: number) => void)[]; profiling: (() => void)[]; profile: (() => void)[]; answer: ((value: unknown) => void)[] } = {
+    cpu: [],
+    profiling: [],
+    profile: [],
+    answer: [],
+  };
   server.onJsonLine((line) => {
-    const message = line as { stats?: Server['stats'][number]; cpu?: { user: number; system: number }; profiling?: true; profile?: string };
+    const message = line as { stats?: Server['stats'][number]; cpu?: { user: number; system: number }; profiling?: true; profile?: string; answer?: unknown };
     if (message.stats) stats.push(message.stats);
+    if ('answer' in message) waiters.answer.shift()?.(message.answer);
     if (message.cpu) waiters.cpu.shift()?.(message.cpu.user + message.cpu.system);
     if (message.profiling) waiters.profiling.shift()?.();
     if (message.profile) waiters.profile.shift()?.();
@@ -116,10 +127,12 @@ export async function startServer(name: string, cpu: number, args: string[], nod
     name,
     process: server,
     url,
+    connectorUrl: typeof ready['connector'] === 'string' ? ready['connector'] : undefined,
     stats,
     cpuMicros: async () => processCpuMicros(server.pid) ?? (await ask<number>(waiters.cpu, 'cpu')),
     startProfile: () => ask<void>(waiters.profiling, 'profile-start'),
     stopProfile: (file) => ask<void>(waiters.profile, `profile-stop ${file}`),
+    ask: <T>(command: string) => ask<unknown>(waiters.answer, command) as Promise<T>,
     stop: async () => {
       await server.stop('SIGTERM');
     },
@@ -208,12 +221,35 @@ export async function seedCards(url: string, token: string, ca: Buffer, count: n
   return ids;
 }
 
-export async function prepare(dir: string, connectorUrl: string, redisUrl: string, clusterNodes: readonly string[]): Promise<void> {
+/** Where the bench writes the secret the connector listener of the Redis gateway wants (`X-Connector-Secret`, D64). */
+export const CONNECTOR_EVENTS_SECRET_FILE = 'connector-events.secret';
+/** The bench account's webhook endpoint on the Redis gateway (the receiver role). */
+export const BENCH_ENDPOINT = 'bench-receiver';
+/**
+ * BENCH_CARD_EVENTS_DELIVERED=1: the endpoint takes `card.created` too, so C on Redis delivers
+ * each card's event while it is measured. By default it takes every other type: C on Redis then
+ * records each card's event (in the card record's round trip) and delivers nothing, so its store
+ * counts are the card's own; delivery is measured by the events scenario (I).
+ */
+export const CARD_EVENTS_DELIVERED = process.env['BENCH_CARD_EVENTS_DELIVERED'] === '1';
+/** BENCH_EVENTS_IN_FLIGHT=n: the endpoint's `maxInFlight` (default: the config's, 4). */
+export const EVENTS_IN_FLIGHT = process.env['BENCH_EVENTS_IN_FLIGHT'] === undefined ? undefined : Number(process.env['BENCH_EVENTS_IN_FLIGHT']);
+
+export interface EventsSetup {
+  /** The receiver role's URL: the bench account's webhook endpoint on the Redis gateway. */
+  receiverUrl: string;
+  /** The Redis of the gateway with events off: one of its own, so that each side of their comparison counts only its own commands. */
+  eventsOffRedisUrl: string;
+}
+
+export async function prepare(dir: string, connectorUrl: string, redisUrl: string, clusterNodes: readonly string[], events: EventsSetup): Promise<void> {
   const pems = await localhostCertificate();
   writeFileSync(join(dir, 'tls.crt'), pems.cert);
   writeFileSync(join(dir, 'tls.key'), pems.key);
   writeFileSync(join(dir, 'signing.key'), generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }));
   writeFileSync(join(dir, 'card.key'), randomBytes(32).toString('base64'));
+  writeFileSync(join(dir, CONNECTOR_EVENTS_SECRET_FILE), randomBytes(24).toString('base64url'));
+  writeFileSync(join(dir, 'webhook.secret'), `whsec_${randomBytes(32).toString('base64')}`);
   // One hash serves every benchmark credential (same password): 1 + AUTH_USERS credentials,
   // so the auth mix can rotate usernames and stay within the real 5/min limits (D11).
   const passwordHash = await hashPassword(PASSWORD);
@@ -233,19 +269,40 @@ export async function prepare(dir: string, connectorUrl: string, redisUrl: strin
   const stores = {
     memory: { kind: 'memory' },
     redis: { kind: 'redis', redis: { url: redisUrl, keyPrefix: 'bench:' } },
+    'redis-events-off': { kind: 'redis', redis: { url: events.eventsOffRedisUrl, keyPrefix: 'bench:' } },
     cluster: { kind: 'redis', redis: { cluster: { nodes: clusterNodes }, keyPrefix: 'bench:' } },
   };
-  for (const kind of ['memory', 'redis', 'cluster', 'hostile'] as const) {
+  // Events are on by default (no endpoint: recorded, delivered nowhere). The Redis gateway has the
+  // connector listener and one endpoint for the bench account (the receiver); the events-off one none.
+  const endpoint = {
+    id: BENCH_ENDPOINT,
+    issuingAccount: BENCH_ACCOUNT,
+    url: events.receiverUrl,
+    ...(!CARD_EVENTS_DELIVERED && { types: EVENT_TYPES.filter((type) => type !== 'card.created') }),
+    secrets: [{ file: 'webhook.secret' }],
+    ...(EVENTS_IN_FLIGHT !== undefined && { maxInFlight: EVENTS_IN_FLIGHT }),
+  };
+  for (const kind of ['memory', 'redis', 'redis-events-off', 'cluster', 'hostile'] as const) {
+    const withEvents = kind === 'redis';
     const config = {
       environment: 'sandbox',
-      listeners: { https: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } },
+      listeners: {
+        https: { host: '127.0.0.1', port: 0 },
+        admin: { host: '127.0.0.1', port: 0 },
+        ...(withEvents && { connector: { host: '127.0.0.1', port: 0 } }),
+      },
       tls: { cert: { file: 'tls.crt' }, key: { file: 'tls.key' } },
       // 127.0.0.1 (the load generator) also stands for a load balancer: the auth mix sends
       // X-Forwarded-For from 10/8 to look like many clients. The attacker (127.0.0.2, .3) is not trusted.
       trustedProxies: ['127.0.0.1/32'],
       allowlist: ['127.0.0.0/8', '10.0.0.0/8'],
       store: stores[kind === 'hostile' ? 'memory' : kind],
-      connector: { url: connectorUrl, timeoutMs: 5000, connections: 64 },
+      connector: {
+        url: connectorUrl,
+        timeoutMs: 5000,
+        connections: 64,
+        ...(withEvents && { eventsSecret: { file: CONNECTOR_EVENTS_SECRET_FILE } }),
+      },
       tokens: { issuer: 'https://bench.invalid/', audience: 'card-issuing-bench', signingKey: { kid: 'bench-1', privateKey: { file: 'signing.key' } } },
       credentialsFile: 'credentials.yaml',
       issuingAccounts: { [BENCH_ACCOUNT]: { currencies: ['EUR'] } },
@@ -263,6 +320,8 @@ export async function prepare(dir: string, connectorUrl: string, redisUrl: strin
       ...(kind === 'hostile' && {
         limits: { perAddress: { requestsPerSecond: 1_000_000, inFlight: 100_000, connectionsPerSecond: 100_000, connections: 100_000 } },
       }),
+      ...(withEvents && { events: { endpoints: [endpoint] } }),
+      ...(kind === 'redis-events-off' && { events: { enabled: false } }),
     };
     writeFileSync(join(dir, `gateway-${kind}.yaml`), stringify(config));
   }

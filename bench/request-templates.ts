@@ -6,6 +6,8 @@
  * bytes, and what is measured is what is tested (the body is tools/card-request-body.ts's).
  */
 import { randomBytes } from 'node:crypto';
+import { CONNECTOR_EVENTS_PATH, CONNECTOR_SECRET_HEADER, type ConnectorEvent } from '../src/connector/connector-events-contract.js';
+import { SANDBOX_MERCHANT } from '../src/connector/sandbox/event-control-routes.js';
 import { cardRequestBody } from '../tools/card-request-body.js';
 
 /** Where a request's own requestId goes in a template's body and header values. */
@@ -118,5 +120,26 @@ export function requestMaker(template: RequestTemplate, nextId: () => string = r
       headers['x-forwarded-for'] = clientAddress(client);
     }
     return { method: template.method, path: template.path, headers, ...(bodyParts && { body: bodyParts.join(id) }) };
+  };
+}
+
+/**
+ * The events scenario's request (I): a `transaction.authorized` event as the connector posts it
+ * to the gateway's connector listener (`POST /v1/events`, D64), its eventId and transactionId
+ * made of the request's own requestId, so no two are the same event.
+ */
+export function connectorEventTemplate(secret: string, cardId: string): RequestTemplate {
+  const event: ConnectorEvent = {
+    eventId: `bench_evt_${REQUEST_ID}`,
+    type: 'transaction.authorized',
+    occurredAt: new Date().toISOString(),
+    issuingAccount: BENCH_ACCOUNT,
+    data: { transactionId: `txn_${REQUEST_ID}`, cardId, amount: 18_450, currency: 'EUR', merchant: SANDBOX_MERCHANT },
+  };
+  return {
+    method: 'POST',
+    path: CONNECTOR_EVENTS_PATH,
+    headers: { 'content-type': 'application/json', [CONNECTOR_SECRET_HEADER]: secret },
+    body: JSON.stringify(event),
   };
 }

@@ -21,6 +21,9 @@ import type { Redis } from 'ioredis';
 import type { AttackOptions } from './attack.js';
 import {
   AUTH_USERS,
+  BENCH_ENDPOINT,
+  CARD_EVENTS_DELIVERED,
+  CONNECTOR_EVENTS_SECRET_FILE,
   distBench,
   httpsJson,
   NodeGroup,
@@ -41,11 +44,12 @@ import {
 } from './bench-servers.js';
 import { hostileBodies } from './hostile-run.js';
 import type { LoadOptions, LoadResult } from './load.js';
+import type { ReceiverStats } from './webhook-receiver.js';
 import { threadCpuMicros } from './cpu-time.js';
 import { killOwnProcessesOnExit, ownProcess } from './own-processes.js';
 import type { PairsOptions, PairsResult } from './pairs.js';
 import { printProfileItems, profileItems, type CpuProfile, type ProfileItem } from './profile-items.js';
-import { CARDS_PATH, CLIENT_ADDRESSES, BENCH_ACCOUNT, requestTemplate, type RequestTemplate } from './request-templates.js';
+import { CARDS_PATH, CLIENT_ADDRESSES, BENCH_ACCOUNT, connectorEventTemplate, requestTemplate, type RequestTemplate } from './request-templates.js';
 import { soak } from './soak.js';
 import { startWrk, wrkVersion } from './wrk.js';
 import { AA_BAND, efficiency, judgeAa, median, spread, type Spread } from './yardstick.js';
@@ -83,6 +87,10 @@ const ATTACK_CONCURRENCY = env('BENCH_ATTACK_CONCURRENCY', 16);
 const BUSY_CORE = 0.8;
 /** Logins sent one at a time to count a login's store round trips. */
 const LOGINS_COUNTED = 10;
+/** The events scenario's fixed rate of connector events (I), each recorded and delivered to the receiver. */
+const EVENTS_RATE = env('BENCH_EVENTS_RATE', 100);
+/** How long I waits, after its load, for the receiver to have every recorded event: a hang guard, reported when hit. */
+const EVENTS_DRAIN_GUARD_MS = 30_000;
 
 /**
  * The load generator of the throughput runs: wrk where it is installed, else the bench's own
@@ -231,6 +239,38 @@ async function attackAlone(
   return { cpuUsPerRefusal: cpu / Math.max(1, attempts), attempts, statuses };
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Seconds of quiet over which a Redis's own traffic is counted (idleStoreRate). */
+const IDLE_SECONDS = 3;
+
+/**
+ * What a Redis is sent while no request comes, per second: the gateways' health checks (a PING a
+ * second), their reads of the credentials' not-before instants and, on the events gateway, the
+ * delivery loop's polls (a claim and a backlog read per endpoint a second). The per-request
+ * counts of requests sent one at a time (the pairs, the logins) are taken less it.
+ */
+async function idleStoreRate(redis: Redis | NodeGroup): Promise<StoreCounts> {
+  const before = await count(redis);
+  const started = performance.now();
+  await sleep(IDLE_SECONDS * 1000);
+  const after = await count(redis);
+  const seconds = (performance.now() - started) / 1000;
+  return { commands: (after.commands - before.commands) / seconds, roundTrips: (after.roundTrips - before.roundTrips) / seconds };
+}
+
+/** Counts of `redis` around `work`, less its idle traffic over the same time (none counted below 0). */
+async function countedLessIdle(redis: Redis | NodeGroup | undefined, idle: StoreCounts | undefined, work: () => Promise<void>) {
+  const before = redis && (await count(redis));
+  const started = performance.now();
+  await work();
+  const after = redis && (await count(redis));
+  const seconds = (performance.now() - started) / 1000;
+  if (!before || !after) return undefined;
+  const less = (key: keyof StoreCounts) => Math.max(0, after[key] - before[key] - (idle ? idle[key] * seconds : 0));
+  return { commands: less('commands'), roundTrips: less('roundTrips') };
+}
+
 /** The comparison's interleaved pairs, with the subject's store commands per request over them. */
 async function pairs(comparison: Comparison) {
   const target = (spec: LoadSpec) => ({ origin: spec.server.url, template: spec.template, ...(spec.ca && { ca: spec.ca }) });
@@ -243,31 +283,173 @@ async function pairs(comparison: Comparison) {
     gapMs: PAIR_GAP_MS,
   };
   const redis = comparison.subject.redis;
-  const before = redis && (await count(redis));
-  const result = await runChild<PairsResult>('pairs.js', options, 'interleaved pairs');
-  const after = redis && (await count(redis));
-  const perRequest = (key: keyof StoreCounts) => (before && after ? Math.round(((after[key] - before[key]) / Math.max(1, result.sent)) * 10) / 10 : undefined);
+  // A baseline with a Redis of its own (C with events off) is counted too; one sharing the subject's could not be told apart.
+  const baselineRedis = comparison.baseline.redis !== redis ? comparison.baseline.redis : undefined;
+  const [idle, baselineIdle] = await Promise.all([redis && idleStoreRate(redis), baselineRedis && idleStoreRate(baselineRedis)]);
+  let result: PairsResult | undefined;
+  let baselineCounts: StoreCounts | undefined;
+  const counts = await countedLessIdle(redis, idle, async () => {
+    baselineCounts = await countedLessIdle(baselineRedis, baselineIdle, async () => {
+      result = await runChild<PairsResult>('pairs.js', options, 'interleaved pairs');
+    });
+  });
+  if (!result) throw new Error('the interleaved pairs gave no result');
+  const sent = Math.max(1, result.sent);
+  const per = (counted: StoreCounts | undefined, key: keyof StoreCounts) => (counted ? Math.round((counted[key] / sent) * 10) / 10 : undefined);
+  const perRequest = (key: keyof StoreCounts) => per(counts, key);
   return {
     ...result,
     taxP50Us: Math.round(median(result.repeats.map((r) => r.taxP50Us))),
     taxP99Us: Math.round(median(result.repeats.map((r) => r.taxP99Us))),
     pairedMedianUs: Math.round(median(result.repeats.map((r) => r.pairedMedianUs))),
-    // One decimal: the store's health check (a PING a second) is read by Redis too.
+    // Less the store's idle traffic; one decimal, what is left of it is not exact.
     storeCommandsPerRequest: perRequest('commands'),
     storeRoundTripsPerRequest: perRequest('roundTrips'),
+    ...(baselineRedis && {
+      baselineStoreCommandsPerRequest: per(baselineCounts, 'commands'),
+      baselineStoreRoundTripsPerRequest: per(baselineCounts, 'roundTrips'),
+    }),
+  };
+}
+
+/** The events scenario (I): connector events at a fixed rate, recorded by the gateway and delivered to the receiver. */
+interface EventsSpec {
+  name: string;
+  description: string;
+  server: Server;
+  receiver: Server;
+  template: RequestTemplate;
+  ca: string;
+  redis: Redis;
+  /** The endpoint's queue of pending deliveries: empty before a run starts. */
+  queueKey: string;
+}
+
+/** One run of I. */
+interface EventsRun {
+  seconds: number;
+  /** Events answered 202 by the connector listener, and those answered anything else (or not at all). */
+  recorded: number;
+  refused: number;
+  recordedPerSecond: number;
+  /** Deliveries received over the time from the load's start to the last one's arrival. */
+  deliveredPerSecond: number;
+  received: number;
+  /** Deliveries received twice (the same webhook-id). */
+  duplicates: number;
+  /** From the load's end to the last delivery's arrival; undefined when some were missing after the guard. */
+  drainMs: number | undefined;
+  /** Recorded (the event's createdAt) to received (the receiver's clock), µs. */
+  deliveryP50Us: number;
+  deliveryP99Us: number;
+  deliveryMaxUs: number;
+  /** The connector's POST, answered, µs (scheduled instant to answer). */
+  postP50Us: number;
+  postP99Us: number;
+  /** The gateway's CPU (its idle share included), store commands and reads (its idle traffic taken out) over the load and the drain, per event recorded: recording and delivering it. */
+  cpuUsPerEvent: number;
+  coreBusy: number;
+  storeCommandsPerEvent: number;
+  storeRoundTripsPerEvent: number;
+}
+
+async function runEvents(spec: EventsSpec, seconds: number): Promise<EventsRun> {
+  const connectorUrl = spec.server.connectorUrl;
+  if (!connectorUrl) throw new Error(`${spec.server.name} has no connector listener`);
+  // Nothing left over to deliver first (earlier runs; C's cards with BENCH_CARD_EVENTS_DELIVERED).
+  const drainedBy = performance.now() + EVENTS_DRAIN_GUARD_MS;
+  while (Number(await spec.redis.zcard(spec.queueKey)) > 0 && performance.now() < drainedBy) await sleep(100);
+  const idle = await idleStoreRate(spec.redis);
+  await spec.receiver.ask('receiver-reset');
+  const stats = () => spec.receiver.ask<ReceiverStats>('receiver-stats');
+  const cpuBefore = await spec.server.cpuMicros();
+  const startedMs = Date.now();
+  let load: LoadResult | undefined;
+  let received = await stats();
+  let endedMs = 0;
+  const store = await countedLessIdle(spec.redis, idle, async () => {
+    load = await runLoad({
+      origin: connectorUrl,
+      template: spec.template,
+      ca: spec.ca,
+      connections: CONNECTIONS,
+      durationSeconds: seconds,
+      overallRate: EVENTS_RATE,
+    });
+    endedMs = Date.now();
+    const recordedNow = load.requests - load.non2xx - load.errors;
+    const guard = performance.now() + EVENTS_DRAIN_GUARD_MS;
+    received = await stats();
+    while (received.unique < recordedNow && performance.now() < guard) {
+      await sleep(50);
+      received = await stats();
+    }
+  });
+  const doneMs = Date.now();
+  const cpu = (await spec.server.cpuMicros()) - cpuBefore;
+  if (!load || !store) throw new Error(`${spec.name}: the load gave no result`);
+  const recorded = load.requests - load.non2xx - load.errors;
+  const events = Math.max(1, recorded);
+  return {
+    seconds,
+    recorded,
+    refused: load.requests - recorded,
+    // Over the generator's own time (its start is not the load's), and from the first delivery to the last.
+    recordedPerSecond: Math.round(load.rps * (recorded / Math.max(1, load.requests))),
+    deliveredPerSecond: received.lastAtMs > received.firstAtMs ? Math.round((received.unique - 1) / ((received.lastAtMs - received.firstAtMs) / 1000)) : 0,
+    received: received.received,
+    duplicates: received.received - received.unique,
+    drainMs: received.unique >= recorded ? Math.max(0, received.lastAtMs - endedMs) : undefined,
+    deliveryP50Us: received.p50Us,
+    deliveryP99Us: received.p99Us,
+    deliveryMaxUs: received.maxUs,
+    postP50Us: load.p50Us,
+    postP99Us: load.p99Us,
+    cpuUsPerEvent: Math.round(cpu / events),
+    coreBusy: Math.round((cpu / ((doneMs - startedMs) * 1000)) * 100) / 100,
+    storeCommandsPerEvent: Math.round((store.commands / events) * 10) / 10,
+    storeRoundTripsPerEvent: Math.round((store.roundTrips / events) * 10) / 10,
+  };
+}
+
+/** I's runs as one figure each: the median of the runs (the sums for counts). */
+function summariseEvents(runs: readonly EventsRun[]) {
+  const mid = (pick: (run: EventsRun) => number) => Math.round(median(runs.map(pick)) * 100) / 100;
+  const drains = runs.map((run) => run.drainMs);
+  return {
+    runs: runs.length,
+    rate: EVENTS_RATE,
+    recorded: runs.reduce((sum, run) => sum + run.recorded, 0),
+    refused: runs.reduce((sum, run) => sum + run.refused, 0),
+    duplicates: runs.reduce((sum, run) => sum + run.duplicates, 0),
+    recordedPerSecond: mid((run) => run.recordedPerSecond),
+    deliveredPerSecond: mid((run) => run.deliveredPerSecond),
+    deliveryP50Us: mid((run) => run.deliveryP50Us),
+    deliveryP99Us: mid((run) => run.deliveryP99Us),
+    deliveryMaxUs: Math.max(...runs.map((run) => run.deliveryMaxUs)),
+    postP50Us: mid((run) => run.postP50Us),
+    postP99Us: mid((run) => run.postP99Us),
+    cpuUsPerEvent: mid((run) => run.cpuUsPerEvent),
+    coreBusy: mid((run) => run.coreBusy),
+    storeCommandsPerEvent: mid((run) => run.storeCommandsPerEvent),
+    storeRoundTripsPerEvent: mid((run) => run.storeRoundTripsPerEvent),
+    /** Per run; null: not every recorded event was delivered within the guard. */
+    drainMs: drains.map((ms) => ms ?? null),
+    rounds: runs,
   };
 }
 
 /** A login's store commands and round trips: `LOGINS_COUNTED` logins one at a time, each from its own forwarded address. */
 async function loginStoreCost(gateway: Server, redis: Redis, ca: Buffer): Promise<{ commands: number; roundTrips: number }> {
-  const before = await storeCounts(redis);
-  for (let i = 0; i < LOGINS_COUNTED; i += 1) {
-    await httpsJson(gateway.url, '/api/v1/auth/login', { username: `auth-${AUTH_USERS - 1 - i}`, password: PASSWORD }, ca, {
-      'x-forwarded-for': `10.250.0.${i + 1}`,
-    });
-  }
-  const after = await storeCounts(redis);
-  const perLogin = (key: keyof StoreCounts) => Math.round(((after[key] - before[key]) / LOGINS_COUNTED) * 10) / 10;
+  const idle = await idleStoreRate(redis);
+  const counted = await countedLessIdle(redis, idle, async () => {
+    for (let i = 0; i < LOGINS_COUNTED; i += 1) {
+      await httpsJson(gateway.url, '/api/v1/auth/login', { username: `auth-${AUTH_USERS - 1 - i}`, password: PASSWORD }, ca, {
+        'x-forwarded-for': `10.250.0.${i + 1}`,
+      });
+    }
+  });
+  const perLogin = (key: keyof StoreCounts) => Math.round(((counted?.[key] ?? 0) / LOGINS_COUNTED) * 10) / 10;
   return { commands: perLogin('commands'), roundTrips: perLogin('roundTrips') };
 }
 
@@ -365,6 +547,8 @@ async function main(): Promise<void> {
   const loadBefore = loadavg();
   const servers: Server[] = [];
   const redis = await startRedis();
+  // The gateway with events off has a Redis of its own: each side of "events on vs off" counts its own commands.
+  const eventsOffRedis = SOAK || HOSTILE ? undefined : await startRedis();
   const cluster = SOAK || HOSTILE || PROFILE ? undefined : await startCluster();
   const started = async (name: string, cpu: number, args: string[], flags: string[] = [], benchDir = distBench) => {
     const server = await startServer(name, cpu, args, flags, benchDir);
@@ -374,7 +558,12 @@ async function main(): Promise<void> {
   try {
     // The upstream connector shares CPU 1 with the load generators; A's connector is on CPU 0.
     const upstream = await started('upstream-connector', 1, ['connector']);
-    await prepare(dir, upstream.url, redis.url, cluster?.nodes ?? ['127.0.0.1:1']);
+    // The partner's webhook endpoint (the events scenario, I) answers on the generators' core too.
+    const receiver = await started('receiver', 1, ['receiver']);
+    await prepare(dir, upstream.url, redis.url, cluster?.nodes ?? ['127.0.0.1:1'], {
+      receiverUrl: receiver.url,
+      eventsOffRedisUrl: eventsOffRedis?.url ?? redis.url,
+    });
     const ca = readFileSync(join(dir, 'tls.crt'));
     const caText = ca.toString('utf8');
 
@@ -388,6 +577,7 @@ async function main(): Promise<void> {
     const gateways = {
       memory: await started('C-gateway-memory', 0, ['gateway', 'memory', dir]),
       redis: await started('C-gateway-redis', 0, ['gateway', 'redis', dir]),
+      redisEventsOff: await started('C-gateway-redis-events-off', 0, ['gateway', 'redis-events-off', dir]),
       ...(cluster && { cluster: await started('C-gateway-cluster', 0, ['gateway', 'cluster', dir]) }),
     };
     const login = async (server: Server) =>
@@ -397,6 +587,7 @@ async function main(): Promise<void> {
     const tokens = {
       memory: await login(gateways.memory),
       redis: await login(gateways.redis),
+      redisEventsOff: await login(gateways.redisEventsOff),
       ...(gateways.cluster && { cluster: await login(gateways.cluster) }),
     };
     // The card lifecycle (G, H): cards of the bench account in the upstream connector, read one at
@@ -414,16 +605,29 @@ async function main(): Promise<void> {
       ...tls,
     };
     const BTwin: LoadSpec = { ...B, name: 'B-bare-proxy-twin', description: 'a second bare proxy, identical to B: the A/A', server: bareTwin };
-    const createOn = (kind: 'memory' | 'redis' | 'cluster', server: Server, token: string): LoadSpec => ({
+    const stores = {
+      memory: 'memory store',
+      redis: `Redis store, events on: each card's card.created recorded in its record's round trip, one endpoint for the account (${
+        CARD_EVENTS_DELIVERED ? 'which takes it: delivered to the receiver meanwhile' : 'taking every type but card.created: delivered nowhere'
+      })`,
+      'redis-events-off': 'Redis store, events off',
+      cluster: 'Redis Cluster (3 masters) store',
+    };
+    const createOn = (kind: keyof typeof stores, server: Server, token: string): LoadSpec => ({
       name: `C-gateway-create-${kind}`,
-      description: `full gateway, card creation with a fresh requestId, ${kind === 'cluster' ? 'Redis Cluster (3 masters)' : kind} store`,
+      description: `full gateway, card creation with a fresh requestId, ${stores[kind]}`,
       server,
       template: through('gateway-create', CARDS_PATH, token),
       ...tls,
       ...(kind === 'redis' && { redis: redis.client }),
+      ...(kind === 'redis-events-off' && eventsOffRedis && { redis: eventsOffRedis.client }),
       ...(kind === 'cluster' && cluster && { redis: cluster.group }),
     });
-    const C = { memory: createOn('memory', gateways.memory, tokens.memory), redis: createOn('redis', gateways.redis, tokens.redis) };
+    const C = {
+      memory: createOn('memory', gateways.memory, tokens.memory),
+      redis: createOn('redis', gateways.redis, tokens.redis),
+      redisEventsOff: createOn('redis-events-off', gateways.redisEventsOff, tokens.redisEventsOff),
+    };
     const F: LoadSpec & { attack: true } = {
       ...C.redis,
       name: 'F-gateway-create-redis-under-attack',
@@ -489,12 +693,11 @@ async function main(): Promise<void> {
       // The A/A first: the noise floor every other comparison is read against.
       { name: 'A/A: B vs its twin', baseline: B, subject: BTwin },
       { name: 'C on Redis vs B', baseline: B, subject: C.redis, followedBy: F },
+      // What recording card.created costs a card: the same gateway and load, events on against off.
+      { name: 'C on Redis: events on vs off', baseline: C.redisEventsOff, subject: C.redis },
       { name: 'C on memory vs B', baseline: B, subject: C.memory },
       { name: 'G read one card vs the bare proxy', baseline: G.bare, subject: G.gateway },
       { name: 'H page of 100 vs the bare proxy', baseline: H.bare, subject: H.gateway },
-      // The events scenario goes here: its load as a LoadSpec (and its server, started above),
-      // compared with the bare-proxy load it is to be judged against. The rounds, the pairs, the
-      // tables and bench/results.json pick up every entry of this list.
       ...twins.map((twin, i) => ({ name: `${[C.memory, C.redis][i]!.name}: this build vs ${COMPARE}`, baseline: twin, subject: [C.memory, C.redis][i]! })),
     ];
     // Scenarios measured alone only (their own figures, their CPU ratio to B's runs alone).
@@ -524,6 +727,20 @@ async function main(): Promise<void> {
       server: gateways.redis,
     };
 
+    // Events (I): the connector posts transaction.authorized events to the Redis gateway's
+    // connector listener at a fixed rate (the Node generator, on schedule); each is recorded and
+    // delivered to the receiver. Its figures are its own: no bare-proxy baseline does this.
+    const I: EventsSpec = {
+      name: 'I-events-redis',
+      description: `transaction.authorized events posted by the connector to the connector listener at ${EVENTS_RATE}/s (each its own eventId), recorded on Redis and delivered to the receiver (one endpoint, its default maxInFlight and pollIntervalMs)`,
+      server: gateways.redis,
+      receiver,
+      template: connectorEventTemplate(readFileSync(join(dir, CONNECTOR_EVENTS_SECRET_FILE), 'utf8'), seeded[0]!),
+      ca: caText,
+      redis: redis.client,
+      queueKey: `bench:{ev:${BENCH_ACCOUNT}}q:${BENCH_ENDPOINT}`,
+    };
+
     // BENCH_ONLY=C-gateway-create-redis,G (name prefixes): only the comparisons and scenarios
     // whose subject is named (the A/A always runs: it says whether the rest can be read).
     const only = process.env['BENCH_ONLY']?.split(',').filter(Boolean);
@@ -531,6 +748,7 @@ async function main(): Promise<void> {
     const chosen = comparisons.filter((c, i) => i === 0 || named(c.subject.name) || named(c.name));
     const chosenAlone = alone.filter((spec) => named(spec.name));
     const withE = named(E.name) && !PROFILE;
+    const withI = named(I.name) && !PROFILE;
 
     process.stderr.write(`bench: load generator ${GENERATOR}; load average ${loadBefore.map((x) => x.toFixed(2)).join(' ')}\n`);
     const specs = [
@@ -539,6 +757,10 @@ async function main(): Promise<void> {
     for (const spec of specs) {
       process.stderr.write(`bench: warm-up ${spec.name}\n`);
       await measure([spec], WARMUP_SECONDS);
+    }
+    if (withI) {
+      process.stderr.write(`bench: warm-up ${I.name}\n`);
+      await runEvents(I, WARMUP_SECONDS);
     }
 
     if (PROFILE) return await profile(chosen);
@@ -550,6 +772,7 @@ async function main(): Promise<void> {
     const fixedRate = new Map<string, RunResult[]>();
     const attackAloneRuns: Awaited<ReturnType<typeof attackAlone>>[] = [];
     const authMix: RunResult[] = [];
+    const eventRuns: EventsRun[] = [];
     const underAttackRatios: number[] = [];
     for (let round = 1; round <= ROUNDS; round += 1) {
       for (const comparison of chosen) {
@@ -605,6 +828,10 @@ async function main(): Promise<void> {
           storeRoundTrips: (storeAfter.roundTrips - storeBefore.roundTrips) / units,
         });
       }
+      if (withI) {
+        process.stderr.write(`bench: round ${round} ${I.name} at ${EVENTS_RATE}/s\n`);
+        eventRuns.push(await runEvents(I, FIXED_RATE_SECONDS));
+      }
     }
     const comparisonResults: ComparisonResult[] = [];
     for (const comparison of chosen) {
@@ -659,15 +886,44 @@ async function main(): Promise<void> {
             attackerAloneAnswers: mergeCounts(attackAloneRuns.map((run) => run.statuses)),
           }
         : undefined;
-    // Issue 34's goals, each with the figure it is judged on.
+    // What card.created costs a card (issue 33): C on Redis, events on against off, alone and in pairs.
+    const eventsOnOff = comparisonResults.find((c) => c.subject === C.redis.name && c.baseline === C.redisEventsOff.name);
+    const cOff = scenarios.find((s) => s.name === C.redisEventsOff.name);
+    const cardEvents =
+      eventsOnOff && cRedis && cOff
+        ? {
+            endpointTakesCardCreated: CARD_EVENTS_DELIVERED,
+            cpuUsPerCard: { on: cRedis.cpuUsPerRequest, off: cOff.cpuUsPerRequest, added: cRedis.cpuUsPerRequest - cOff.cpuUsPerRequest },
+            efficiencyAtTheSameTime: eventsOnOff.atTheSameTime.efficiency.median,
+            oneConnectionTaxUs: eventsOnOff.tax.taxP50Us,
+            // One at a time (the pairs): a card's own, the store's background reads aside.
+            storeCommandsPerCard: { on: eventsOnOff.tax.storeCommandsPerRequest, off: eventsOnOff.tax.baselineStoreCommandsPerRequest },
+            storeRoundTripsPerCard: { on: eventsOnOff.tax.storeRoundTripsPerRequest, off: eventsOnOff.tax.baselineStoreRoundTripsPerRequest },
+          }
+        : undefined;
+    const events = eventRuns.length > 0 ? { name: I.name, description: I.description, ...summariseEvents(eventRuns) } : undefined;
+    // Issue 34's goals (and issue 33's for a card's event), each with the figure it is judged on.
     const goals = {
       aaTrusted: { value: verdict.atTheSameTime.within, atLeast: verdict.atTheSameTime.needed },
       // A lucky A/A on a busy machine is no licence: the servers must also have had their core.
       serversHadTheirCore: { value: aa.atTheSameTime.coreBusy.median, atLeast: BUSY_CORE },
       cpuRatioToBareProxy: { value: onRedis?.atTheSameTime.efficiency.median, atLeast: 0.75, aim: 1 },
       oneConnectionTaxUs: { value: onRedis?.tax.taxP50Us, atMost: 150 },
-      storeCommandsPerCard: { value: onRedis?.tax.storeCommandsPerRequest, atMost: 4 },
+      // A card on Redis with events on, one at a time: the claim (SET NX GET, PEXPIRE), then its
+      // record (a script running one SET) and its card.created event (a script: the dedupe check,
+      // the sequence, the event, the log, its TTL, the dedupe key, the log's trim: 10 commands;
+      // 2 more, a queue entry and its TTL, for an endpoint that takes card.created) sent together:
+      // 14 commands (16), still 2 round trips. (4 in 2 before events.)
+      storeCommandsPerCard: { value: onRedis?.tax.storeCommandsPerRequest, atMost: CARD_EVENTS_DELIVERED ? 16 : 14 },
       storeRoundTripsPerCard: { value: onRedis?.tax.storeRoundTripsPerRequest, atMost: 2 },
+      // Issue 33: recording a card's event adds no round trip (events on less off, the pairs).
+      cardEventAddedRoundTrips: {
+        value:
+          cardEvents?.storeRoundTripsPerCard.on !== undefined && cardEvents.storeRoundTripsPerCard.off !== undefined
+            ? Math.round((cardEvents.storeRoundTripsPerCard.on - cardEvents.storeRoundTripsPerCard.off) * 10) / 10
+            : undefined,
+        atMost: 0,
+      },
       underAttackThroughputRatio: { value: underAttack?.throughputRatio, atLeast: 0.8 },
       underAttackP99RatioAtModerateRate: {
         value:
@@ -713,6 +969,8 @@ async function main(): Promise<void> {
       goals: { ...goals, met: goalsMet },
       ...(loginCost && { login: { storeCommands: loginCost.commands, storeRoundTrips: loginCost.roundTrips, logins: LOGINS_COUNTED } }),
       ...(underAttack && { underAttack }),
+      ...(cardEvents && { cardEvents }),
+      ...(events && { events }),
       scenarios,
     };
     printYardstick(comparisonResults, verdict.atTheSameTime, verdict.oneAfterTheOther, loadBefore, loadAfter);
@@ -725,6 +983,19 @@ async function main(): Promise<void> {
     if (underAttack)
       process.stdout.write(
         `Under attack (F vs C on Redis, each round): throughput ${underAttack.throughputRatio}x (${underAttack.throughputRatioRounds.join('/')}), p99 at ${MODERATE_RATE}/s ${underAttack.p99UsAtModerateRate.withoutAttack} -> ${underAttack.p99UsAtModerateRate.underAttack} µs, server CPU per refused attack request ${underAttack.serverCpuUsPerRefusedAttackRequest} µs; attacker got ${JSON.stringify(underAttack.attackAnswers)}\n`,
+      );
+    if (cardEvents)
+      process.stdout.write(
+        `card.created (C on Redis, events on vs off${CARD_EVENTS_DELIVERED ? ', delivered' : ', recorded only'}): CPU per card ${cardEvents.cpuUsPerCard.on} vs ${cardEvents.cpuUsPerCard.off} µs alone (${cardEvents.cpuUsPerCard.added >= 0 ? '+' : ''}${cardEvents.cpuUsPerCard.added}), ` +
+          `efficiency at the same time ${cardEvents.efficiencyAtTheSameTime}, one-connection tax ${cardEvents.oneConnectionTaxUs} µs; ` +
+          `store per card one at a time ${cardEvents.storeCommandsPerCard.on ?? '-'} vs ${cardEvents.storeCommandsPerCard.off ?? '-'} commands in ${cardEvents.storeRoundTripsPerCard.on ?? '-'} vs ${cardEvents.storeRoundTripsPerCard.off ?? '-'} round trips\n`,
+      );
+    if (events)
+      process.stdout.write(
+        `Events (${I.name}, ${events.runs} run(s) at ${EVENTS_RATE}/s): recorded ${events.recordedPerSecond}/s, delivered ${events.deliveredPerSecond}/s; ` +
+          `recorded to received p50 ${events.deliveryP50Us} µs, p99 ${events.deliveryP99Us} µs (max ${events.deliveryMaxUs}); connector POST p50 ${events.postP50Us} µs, p99 ${events.postP99Us} µs; ` +
+          `gateway CPU ${events.cpuUsPerEvent} µs per event (recorded and delivered, core ${events.coreBusy}), store ${events.storeCommandsPerEvent} commands in ${events.storeRoundTripsPerEvent} round trips per event; ` +
+          `refused ${events.refused}, delivered twice ${events.duplicates}, drained ${events.drainMs.map((ms) => (ms === null ? 'NOT within the guard' : `${ms} ms`)).join('/')} after the load\n`,
       );
     if (loginCost)
       process.stdout.write(`A login (${LOGINS_COUNTED} one at a time, Redis): ${loginCost.commands} store commands in ${loginCost.roundTrips} round trips\n`);

@@ -2,12 +2,16 @@
  * One server under test, in its own process so the orchestrator can pin it to a core:
  *   node dist/bench/serve.js connector
  *   node dist/bench/serve.js bare-proxy <connectorUrl> <benchDir>
- *   node dist/bench/serve.js gateway <memory|redis|cluster> <benchDir>
- * Prints one JSON line `{"ready":true,...urls}` when listening, then one
+ *   node dist/bench/serve.js gateway <memory|redis|redis-events-off|cluster> <benchDir>
+ *   node dist/bench/serve.js receiver
+ * Prints one JSON line `{"ready":true,...urls}` when listening (a gateway's connector listener as
+ * `connector`, when it has one), then one
  * `{"stats":{heapUsed,rss,handles}}` line per second. Lines on stdin: `cpu` answers
  * `{"cpu":{...}}` (process CPU time in microseconds); `profile-start` starts V8's sampling
  * profiler and `profile-stop <file>` writes what it sampled since to `<file>` (a .cpuprofile)
- * and answers `{"profile":"<file>"}`, so a profile covers exactly a measured window. Exits on
+ * and answers `{"profile":"<file>"}`, so a profile covers exactly a measured window; the
+ * receiver answers `receiver-stats` with `{"answer":{...}}` (bench/webhook-receiver.ts) and
+ * `receiver-reset` with `{"answer":true}`. Exits on
  * SIGTERM, and when stdin ends (the bench that started it is gone).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -19,10 +23,12 @@ import { composeGateway } from '../src/compose.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { startSandboxConnector } from '../src/connector/sandbox/sandbox-connector.js';
 import { listenGateway } from '../src/server.js';
+import { startWebhookReceiver } from './webhook-receiver.js';
 
 const [role, ...args] = process.argv.slice(2);
 const say = (message: object) => process.stdout.write(`${JSON.stringify(message)}\n`);
 let close: () => Promise<void> = async () => {};
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>> | undefined;
 
 if (role === 'connector') {
   const connector = await startSandboxConnector({ host: '127.0.0.1', port: 0, controls: true });
@@ -50,7 +56,11 @@ if (role === 'connector') {
     await running.close();
     await composed.close();
   };
-  say({ ready: true, url: running.httpsUrl, admin: running.adminUrl });
+  say({ ready: true, url: running.httpsUrl, admin: running.adminUrl, ...(running.connectorUrl && { connector: running.connectorUrl }) });
+} else if (role === 'receiver') {
+  receiver = await startWebhookReceiver();
+  close = receiver.close;
+  say({ ready: true, url: receiver.url });
 } else {
   process.stderr.write(`unknown role ${role}\n`);
   process.exit(2);
@@ -66,7 +76,11 @@ let profiler: Session | undefined;
 async function command(line: string): Promise<void> {
   const [word, argument] = line.trim().split(' ', 2);
   if (word === 'cpu') say({ cpu: process.cpuUsage() });
-  else if (word === 'profile-start') {
+  else if (word === 'receiver-stats' && receiver) say({ answer: receiver.stats() });
+  else if (word === 'receiver-reset' && receiver) {
+    receiver.reset();
+    say({ answer: true });
+  } else if (word === 'profile-start') {
     profiler = new Session();
     profiler.connect();
     await profiler.post('Profiler.enable');
