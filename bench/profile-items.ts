@@ -47,6 +47,12 @@ const OWN: readonly Rule[] = [
   },
   { item: 'request fingerprint', urls: /\/src\/cards\/request-fingerprint/ },
   { item: 'idempotency claim and record (card side)', urls: /\/src\/cards\/(card-idempotency|pending-records)/ },
+  // Events (D63-D66): the store's event code and the connector's event contract here, before the store and the upstream call.
+  {
+    item: 'events: recording (envelope, event JSON and its codec, card-number checks)',
+    urls: /\/src\/events\/(event-recording|install-events)|\/src\/cards\/card-events|\/src\/foundation\/(event-ids|card-number-detector)|\/src\/store\/(memory|redis)\/(events|event-codec|event-scripts)|\/src\/connector\/(connector-events-contract|event-card)|\/src\/edge\/connector-listener/,
+  },
+  { item: 'events: webhook deliveries (loop, signing, sender)', urls: /\/src\/events\/delivery\// },
   {
     item: 'store calls (store code, ioredis)',
     urls: /\/src\/store\/|\/node_modules\/(ioredis|redis-parser|redis-errors|standard-as-callback|cluster-key-slot|denque)\//,
