@@ -108,7 +108,7 @@ export function buildEvents(deps: EventsDeps): EventsCapability {
       if (!running || endpoints.length === 0 || nudge) return;
       nudge = setTimeout(() => {
         nudge = undefined;
-        void loop.runOnce();
+        void loop.claimNow();
       }, NUDGE_MS);
       nudge.unref();
     },

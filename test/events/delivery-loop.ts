@@ -72,7 +72,7 @@ export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Pr
       replica(): { loop: DeliveryLoop; sender: WebhookSender };
     }
 
-    async function harness(): Promise<Harness> {
+    async function harness(options: { pollIntervalMs?: number } = {}): Promise<Harness> {
       const clock = new ManualClock();
       const stores = await open(clock);
       closing.push(() => stores.cleanup());
@@ -89,7 +89,7 @@ export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Pr
           logger: log.logger,
           sender,
           retentionMs: RETENTION_MS,
-          pollIntervalMs: 1000,
+          pollIntervalMs: options.pollIntervalMs ?? 1000,
           random: () => 0.5,
         });
         closing.push(async () => {
@@ -322,6 +322,33 @@ export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Pr
       slow.release(200);
       await h.loop.idle();
       expect(slow.requests.map((request) => request.headers['webhook-id']).sort()).toEqual([1, 2, 3, 4].map(eventId));
+    });
+
+    it("drains a backlog at the endpoint's pace: a slot freed by a settled send claims again at once, not at the next round", async () => {
+      // No scheduled round comes within the test: every delivery after the first round's two was claimed by a freed slot.
+      const h = await harness({ pollIntervalMs: 3_600_000 });
+      const hooks = await h.receiver(204);
+      h.endpoint('partner', hooks, { maxInFlight: 2 });
+      for (let n = 1; n <= 10; n += 1) await recordEvent(h.stores.events, h.clock, n, ['partner']);
+      h.loop.start();
+      await h.loop.runOnce(h.clock.now());
+      await hooks.waitForRequests(10);
+      await waitFor('the backlog settled', async () => (await h.stores.events.backlog(h.ref('partner'))).pending === 0);
+      expect(new Set(hooks.requests.map((request) => request.headers['webhook-id']))).toEqual(new Set(Array.from({ length: 10 }, (_, n) => eventId(n + 1))));
+    });
+
+    it('claims for a new event without passing maxInFlight, however many claims run at once', async () => {
+      const h = await harness();
+      const slow = await h.receiver('hold');
+      h.endpoint('slow', slow, { maxInFlight: 3 });
+      for (let n = 1; n <= 8; n += 1) await recordEvent(h.stores.events, h.clock, n, ['slow']);
+      // A round and two nudges at the same instant, as a poll meeting two new events.
+      await Promise.all([h.loop.runOnce(h.clock.now()), h.loop.claimNow(), h.loop.claimNow()]);
+      await slow.waitForHeld(3);
+      await h.loop.claimNow();
+      expect(slow.requests).toHaveLength(3);
+      slow.release(200);
+      await h.loop.idle();
     });
 
     it('hands a delivery to another replica once the lease of one that died mid-send has ended', async () => {

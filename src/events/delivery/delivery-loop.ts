@@ -53,8 +53,15 @@ export class DeliveryLoop {
   readonly #random: () => number;
   readonly #replica: string;
   #claims = 0;
-  /** Sends in flight per endpoint id. */
+  /** Sends in flight per endpoint id, and the slots of claims on their way to the store (so that concurrent claims never pass maxInFlight). */
   readonly #inFlight = new Map<string, number>();
+  readonly #claiming = new Map<string, number>();
+  /**
+   * Endpoints whose last claim filled every free slot: more may be due, so a slot freed by a
+   * settled send claims again at once instead of waiting for the next round (a backlog drains
+   * at the endpoint's pace, not at maxInFlight per poll interval).
+   */
+  readonly #full = new Set<string>();
   readonly #sends = new Set<Promise<void>>();
   /** Endpoints stopped by a 410. */
   readonly #stopped = new Set<string>();
@@ -162,6 +169,7 @@ export class DeliveryLoop {
       if (ids.has(id)) continue;
       this.#known.delete(id);
       this.#stopped.delete(id);
+      this.#full.delete(id);
       this.#options.metrics.endpointRemoved(id);
     }
   }
@@ -169,18 +177,52 @@ export class DeliveryLoop {
   async #roundFor(endpoint: DeliveryEndpoint, now: number): Promise<void> {
     const { store, metrics } = this.#options;
     const ref: EndpointRef = { issuingAccount: endpoint.issuingAccount, endpointId: endpoint.id };
-    const free = endpoint.maxInFlight - (this.#inFlight.get(endpoint.id) ?? 0);
-    if (!this.#stopped.has(endpoint.id) && free > 0 && !this.#abandoned) {
-      const owner = `${this.#replica}:${++this.#claims}`;
-      const claimed = await store.claimDue(ref, { now, leaseMs: endpoint.timeoutMs + LEASE_MARGIN_MS, limit: free, owner });
-      for (const delivery of claimed) this.#start(endpoint, ref, delivery);
-    }
+    await this.#claim(endpoint, ref, now);
     const backlog = await store.backlog(ref);
     const labels = { endpoint: endpoint.id };
     metrics.backlog.set(labels, backlog.pending);
     metrics.failedDeliveries.set(labels, backlog.failed);
     const due = backlog.oldestDueAt !== undefined && backlog.oldestDueAt <= now;
     metrics.oldestPendingAge.set(labels, due ? (now - backlog.oldestDueAt!) / 1000 : 0);
+  }
+
+  /** Claims as many due deliveries as the endpoint has free slots, and starts them. */
+  async #claim(endpoint: DeliveryEndpoint, ref: EndpointRef, now: number): Promise<void> {
+    const { id } = endpoint;
+    const free = endpoint.maxInFlight - (this.#inFlight.get(id) ?? 0) - (this.#claiming.get(id) ?? 0);
+    if (this.#stopped.has(id) || free <= 0 || this.#abandoned) return;
+    this.#claiming.set(id, (this.#claiming.get(id) ?? 0) + free);
+    let claimed: ClaimedDelivery[];
+    try {
+      const owner = `${this.#replica}:${++this.#claims}`;
+      claimed = await this.#options.store.claimDue(ref, { now, leaseMs: endpoint.timeoutMs + LEASE_MARGIN_MS, limit: free, owner });
+    } finally {
+      this.#claiming.set(id, (this.#claiming.get(id) ?? free) - free);
+    }
+    if (claimed.length === free) this.#full.add(id);
+    else this.#full.delete(id);
+    for (const delivery of claimed) this.#start(endpoint, ref, delivery);
+  }
+
+  /** A slot of a full endpoint was freed: claim again now (the endpoint as configured now; a removed one is left). */
+  #refill(endpointId: string): void {
+    if (!this.#running || !this.#full.has(endpointId)) return;
+    const endpoint = this.#options.endpoints().find((candidate) => candidate.id === endpointId);
+    if (!endpoint) return;
+    const ref: EndpointRef = { issuingAccount: endpoint.issuingAccount, endpointId };
+    // A store that does not answer: the next round tries again, and logs it.
+    this.#claim(endpoint, ref, this.#options.clock.now()).catch(() => this.#full.delete(endpointId));
+  }
+
+  /**
+   * Claims what is due for every endpoint now, without refreshing the gauges: the nudge after a
+   * new event (the rounds keep the gauges). Resolves once the sends are started.
+   */
+  async claimNow(): Promise<void> {
+    const now = this.#options.clock.now();
+    await Promise.allSettled(
+      this.#options.endpoints().map((endpoint) => this.#claim(endpoint, { issuingAccount: endpoint.issuingAccount, endpointId: endpoint.id }, now)),
+    );
   }
 
   #start(endpoint: DeliveryEndpoint, ref: EndpointRef, delivery: ClaimedDelivery): void {
@@ -196,6 +238,7 @@ export class DeliveryLoop {
       .finally(() => {
         this.#inFlight.set(endpoint.id, (this.#inFlight.get(endpoint.id) ?? 1) - 1);
         this.#sends.delete(send);
+        this.#refill(endpoint.id);
       });
     this.#sends.add(send);
   }
