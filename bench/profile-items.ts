@@ -50,7 +50,7 @@ const OWN: readonly Rule[] = [
   // Events (D63-D66): the store's event code and the connector's event contract here, before the store and the upstream call.
   {
     item: 'events: recording (envelope, event JSON and its codec, card-number checks)',
-    urls: /\/src\/events\/(event-recording|install-events)|\/src\/cards\/card-events|\/src\/foundation\/(event-ids|card-number-detector)|\/src\/store\/(memory|redis)\/(events|event-codec|event-scripts)|\/src\/connector\/(connector-events-contract|event-card)|\/src\/edge\/connector-listener/,
+    urls: /\/src\/events\/(event-recording|install-events|card-events)|\/src\/foundation\/(event-ids|card-number-detector)|\/src\/store\/(memory|redis)\/(events|event-codec|event-scripts)|\/src\/connector\/connector-events-contract|\/src\/edge\/connector-listener/,
   },
   { item: 'events: webhook deliveries (loop, signing, sender)', urls: /\/src\/events\/delivery\// },
   {

@@ -1,3 +1,5 @@
+// A type only: erased, the sandbox's code is still loaded only when the local default starts it.
+import type { RunningSandboxConnector } from './connector/sandbox/sandbox-connector.js';
 import type { Logger } from 'pino';
 import { buildGateway, type Gateway } from './app.js';
 import { ConfigError } from './config/config-error.js';
@@ -70,7 +72,7 @@ export async function composeGateway(config: GatewayConfig, options: ComposeOpti
 
   // The sandbox is a development tool: loaded only when the local default asks for it, never
   // imported by the production entry point's code paths.
-  let sandbox: Awaited<ReturnType<typeof import('./connector/sandbox/sandbox-connector.js').startSandboxConnector>> | undefined;
+  let sandbox: RunningSandboxConnector | undefined;
   if (config.connector.startSandbox) {
     const { startSandboxConnector } = await import('./connector/sandbox/sandbox-connector.js');
     const url = new URL(config.connector.url);

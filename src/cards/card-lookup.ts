@@ -1,7 +1,7 @@
 import type { Credential } from '../config/credentials-file.js';
 import { ConnectorError, type ConnectorCardRecord } from '../connector/connector-port.js';
+import { maskedCardRecord } from '../connector/masked-card-record.js';
 import { errors, GatewayError } from '../foundation/errors.js';
-import { maskCvc, maskPan } from '../foundation/masking.js';
 import type { CardOperationName, ConnectorOperation } from '../observability/metrics.js';
 import type { Outcomes, RequestContext } from '../observability/outcomes.js';
 import { missingPermission, type PermissionNeed } from './card-access.js';
@@ -95,18 +95,6 @@ export async function counted<T>(
 
 /** The answer of a lifecycle call (D43): masked unless `revealed` (card-access.ts decides who may). */
 export function cardRecordAnswer(record: ConnectorCardRecord, revealed?: CardSecrets): CardRecord {
-  return {
-    cardId: record.cardId,
-    pan: revealed ? revealed.pan : maskPan(record.pan),
-    cvc: revealed ? revealed.cvc : maskCvc(record.cvc),
-    expMonth: record.expMonth,
-    expYear: record.expYear,
-    status: record.status,
-    requestedCardLimit: record.requestedCardLimit,
-    cardLimit: record.cardLimit,
-    currency: record.currency,
-    createdAt: record.createdAt,
-    requestId: record.requestId,
-    metadata: record.metadata ?? {},
-  };
+  const masked = maskedCardRecord(record);
+  return revealed ? { ...masked, pan: revealed.pan, cvc: revealed.cvc } : masked;
 }

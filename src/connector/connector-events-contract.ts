@@ -5,7 +5,7 @@ import { containsCardNumber } from '../foundation/card-number-detector.js';
 import { CARD_STATUSES, type CardStatus } from '../foundation/card-status.js';
 import { TRANSACTION_EVENT_TYPES, type EventDataByType, type EventSource, type TransactionEventType } from '../foundation/event-types.js';
 import { ConnectorCardSchema, MAX_CARD_ID_LENGTH, UTC_INSTANT_PATTERN } from './connector-contract.js';
-import { eventCard } from './event-card.js';
+import { maskedCardRecord } from './masked-card-record.js';
 
 /**
  * Events from the connector (D63, D64; docs/connector-contract.md, "Events from the connector"),
@@ -223,7 +223,7 @@ export function connectorEventDraft(event: ConnectorEvent): ConnectorEventDraft 
       ...common,
       type: event.type,
       cardId: card.cardId,
-      data: { card: eventCard(card), previousStatus, status, ...(reason !== undefined && { reason }), source: 'processor' },
+      data: { card: maskedCardRecord(card), previousStatus, status, ...(reason !== undefined && { reason }), source: 'processor' },
     };
   }
   const { transactionId, cardId, amount, currency, merchant } = event.data;

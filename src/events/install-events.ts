@@ -53,10 +53,10 @@ export interface EventsDeps {
  * reload that allows or forbids private networks gets a new one; the old one closes once idle.
  */
 function reloadableSender(config: GatewayConfig, ca: string | Buffer | undefined): { sender: WebhookSender; reload(config: GatewayConfig): void } {
-  const make = (next: GatewayConfig) => ({
-    guarded: egressGuarded(next.environment, next.events.allowPrivateNetworks),
-    sender: createWebhookSender({ guarded: egressGuarded(next.environment, next.events.allowPrivateNetworks), ...(ca !== undefined && { ca }) }),
-  });
+  const make = (next: GatewayConfig) => {
+    const guarded = egressGuarded(next.environment, next.events.allowPrivateNetworks);
+    return { guarded, sender: createWebhookSender({ guarded, ...(ca !== undefined && { ca }) }) };
+  };
   let current = make(config);
   const retired = new Set<WebhookSender>();
   return {
