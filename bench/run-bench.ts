@@ -1010,6 +1010,7 @@ async function main(): Promise<void> {
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
     redis.stop();
+    eventsOffRedis?.stop();
     cluster?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
