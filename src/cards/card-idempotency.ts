@@ -217,17 +217,29 @@ export class CardClaims<R extends ClaimRequest> {
       throw error;
     }
     const now = clock.now();
-    const write = store.idempotency
-      .complete(recordKey, { owner, record: issued.record, expiresAt: now + settings.cards.idempotencyTtlSeconds * 1000, now })
-      .catch((error: unknown) => {
-        // The card exists: give it to the client. The store writes the record once it answers
-        // again; a retry before that reaches the connector with the same Idempotency-Key and gets
-        // this card back, so a late record costs no duplicate.
-        outcomes.record({ name: 'card.record_deferred', cardId: issued.record.card.cardId, reason: (error as Error).message }, request.context);
-      });
-    const announced = this.announce?.(request, issued);
-    const recorded = pendingRecords.track(recordKey, issued.record, announced ? Promise.all([write, announced]) : write);
-    if (this.#answerAfterRecord) await recorded;
+    const record = (): Promise<unknown> => {
+      const write = store.idempotency
+        .complete(recordKey, { owner, record: issued.record, expiresAt: now + settings.cards.idempotencyTtlSeconds * 1000, now })
+        .catch((error: unknown) => {
+          // The card exists: give it to the client. The store writes the record once it answers
+          // again; a retry before that reaches the connector with the same Idempotency-Key and gets
+          // this card back, so a late record costs no duplicate.
+          outcomes.record({ name: 'card.record_deferred', cardId: issued.record.card.cardId, reason: (error as Error).message }, request.context);
+        });
+      const announced = this.announce?.(request, issued);
+      return announced ? Promise.all([write, announced]) : write;
+    };
+    if (this.#answerAfterRecord) {
+      const recorded = pendingRecords.track(recordKey, issued.record, record());
+      await recorded;
+      return { issued, recorded };
+    }
+    // The record and its event are made once the answer is on its way (issue 34): their JSON,
+    // encoding and commands cost about as much CPU as the claim, and the client waits for none of
+    // it. Both still go in one turn, so they share a round trip. An immediate runs before the
+    // loop reads any socket again, so nothing the client does after this answer (a status change
+    // and its event) can reach the store ahead of them from this process.
+    const recorded = pendingRecords.track(recordKey, issued.record, new Promise<void>((resolve) => setImmediate(resolve)).then(record));
     return { issued, recorded };
   }
 }

@@ -86,7 +86,8 @@ describe('the card is answered before its idempotency record is acknowledged (is
     const body = validCardBody();
 
     const card = expectCard(await createCard(a.gw, token, body));
-    expect(held.waiting).toBe(1);
+    // The record is written once the answer is on its way: its write starts a turn after it.
+    await waitFor('the record write to reach the held store', () => held.waiting === 1);
     expect(held.done).toBe(0);
     // Claimed, not completed: nobody but this process knows the answer yet.
     expect(await recordState(storeA.inner, clock, body)).toBe('pending');
@@ -123,7 +124,8 @@ describe('the card is answered before its idempotency record is acknowledged (is
     expect(duplicate.headers['idempotent-replayed']).toBe('true');
     expect(counting.calls.get('idempotency.reserve') ?? 0).toBe(0);
     expect(counting.calls.get('idempotency.peek') ?? 0).toBe(0);
-    expect(held.waiting).toBe(1);
+    // The record is written once the answer is on its way: its write starts a turn after it.
+    await waitFor('the record write to reach the held store', () => held.waiting === 1);
 
     held.release();
     await waitFor('the record to land', () => held.done === 1);
@@ -147,7 +149,8 @@ describe('the card is answered before its idempotency record is acknowledged (is
       const early = await duplicate.response;
       expect.fail(`replica B answered before the record landed: ${early.statusCode} ${early.body} after ${JSON.stringify(storeB.counted())}`);
     }
-    expect(held.waiting).toBe(1);
+    // The record is written once the answer is on its way: its write starts a turn after it.
+    await waitFor('the record write to reach the held store', () => held.waiting === 1);
 
     held.release();
     const answer = await duplicate.response;
@@ -178,7 +181,8 @@ describe('the card is answered before its idempotency record is acknowledged (is
     expect(shown.cvc).toMatch(/^\d{3,4}$/);
     // The documented limit: only the creating process knows the creator before the store does.
     expect((await reveal(b, tokenB, card.cardId)).statusCode).toBe(403);
-    expect(held.waiting).toBe(1);
+    // The record is written once the answer is on its way: its write starts a turn after it.
+    await waitFor('the record write to reach the held store', () => held.waiting === 1);
 
     held.release();
     await waitFor('the record to land', () => held.done === 1);
@@ -233,7 +237,8 @@ describe('the card is answered before its idempotency record is acknowledged (is
       }
     });
     expect(closing.answered()).toBe(false);
-    expect(held.waiting).toBe(1);
+    // The record is written once the answer is on its way: its write starts a turn after it.
+    await waitFor('the record write to reach the held store', () => held.waiting === 1);
 
     held.release();
     await closing.response;

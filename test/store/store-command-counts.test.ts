@@ -140,6 +140,16 @@ describe('store commands per request type (INFO commandstats)', () => {
     return (await measureAll(label, n, request)).sent;
   }
 
+  /**
+   * A card's record and event are made a turn after its answer (card-idempotency.ts): each
+   * request's calls are let in and answered before the next one starts, so that every request is
+   * counted alone, in round trips of its own.
+   */
+  async function settled(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    await waitFor("the request's store calls to settle", () => counting.inFlight === 0);
+  }
+
   /** What `measure` counts, and per request: the commands run inside scripts, the round trips and the store port's calls. */
   async function measureAll(
     label: string,
@@ -149,7 +159,7 @@ describe('store commands per request type (INFO commandstats)', () => {
     await request(-1);
     // A card is answered before its record is written: the warm-up's write (and its script
     // load) must not land in the count.
-    await waitFor("the warm-up request's store calls to settle", () => counting.inFlight === 0);
+    await settled();
     const scripted = new Map<string, number>();
     counting.reset();
     socketSends.clear();
@@ -161,7 +171,10 @@ describe('store commands per request type (INFO commandstats)', () => {
         scripted.set(name, (scripted.get(name) ?? 0) + 1);
       } else if (!NOT_REQUESTS.has(name)) sent.set(name, (sent.get(name) ?? 0) + 1);
     });
-    for (let i = 0; i < n; i += 1) await request(i);
+    for (let i = 0; i < n; i += 1) {
+      await request(i);
+      await settled();
+    }
     // MONITOR lines arrive after the replies they describe: let the last ones in.
     await new Promise((resolve) => setTimeout(resolve, 100));
     watcher.destroy();
@@ -170,7 +183,10 @@ describe('store commands per request type (INFO commandstats)', () => {
     const portCalls = Object.fromEntries(Object.entries(counting.counted()).map(([name, count]) => [name, count / n]));
 
     await admin.call('CONFIG', 'RESETSTAT');
-    for (let i = n; i < 2 * n; i += 1) await request(i);
+    for (let i = n; i < 2 * n; i += 1) {
+      await request(i);
+      await settled();
+    }
     const { usec } = await commandStats(admin);
 
     const perRequest: Record<string, number> = {};
