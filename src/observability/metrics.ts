@@ -1,5 +1,6 @@
 import { EventMetrics } from './event-metrics.js';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { SeriesHistogram } from './series-histogram.js';
 
 /** Label values known in advance: their series exist at 0 from the start, so a dashboard sees 0 rather than nothing after a restart. */
 const KNOWN = {
@@ -90,7 +91,7 @@ export class GatewayMetrics {
   readonly events: EventMetrics;
   readonly buildInfo: Gauge<'version' | 'commit'>;
   readonly httpRequests: Counter<'method' | 'route' | 'status_code'>;
-  readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  readonly httpDuration: SeriesHistogram<'method' | 'route' | 'status_code'>;
   readonly accessDenied: Counter<'reason'>;
   readonly tokenFailures: Counter<'reason'>;
   readonly logins: Counter<'outcome'>;
@@ -103,13 +104,13 @@ export class GatewayMetrics {
   readonly cardReveals: Counter;
   readonly idempotencyConflicts: Counter;
   readonly idempotencyPayloadMismatches: Counter;
-  readonly connectorDuration: Histogram<'outcome' | 'operation'>;
+  readonly connectorDuration: SeriesHistogram<'outcome' | 'operation'>;
   readonly connectorErrors: Counter<'kind' | 'operation'>;
-  readonly connectorCallDuration: Histogram<'operation'>;
+  readonly connectorCallDuration: SeriesHistogram<'operation'>;
   readonly connectorForeignRecords: Counter<'operation'>;
   readonly cardOperations: Counter<'operation' | 'outcome'>;
   readonly storeUnavailable: Counter;
-  readonly storeCommandDuration: Histogram<'operation'>;
+  readonly storeCommandDuration: SeriesHistogram<'operation'>;
   readonly connectionsOpen: Gauge;
   readonly connectionsRefused: Counter<'reason'>;
   readonly addressBudgetRefusals: Counter<'reason'>;
@@ -160,7 +161,7 @@ export class GatewayMetrics {
       'Requests answered by the public listener, by method, route template (unmatched: no route has the path; unrouted: a per-address 429 decided before routing, D53) and status.',
       ['method', 'route', 'status_code'],
     );
-    this.httpDuration = new Histogram({
+    this.httpDuration = new SeriesHistogram({
       name: 'gateway_http_request_duration_seconds',
       help: 'Time from request start to response end on the public listener.',
       labelNames: ['method', 'route', 'status_code'],
@@ -190,7 +191,7 @@ export class GatewayMetrics {
       'gateway_idempotency_payload_mismatches_total',
       'Replays whose payload differed from the original request (D16).',
     );
-    this.connectorDuration = new Histogram({
+    this.connectorDuration = new SeriesHistogram({
       name: 'gateway_connector_request_duration_seconds',
       help: 'Time spent waiting for the processor-connector, by call (create, get, list, status) and outcome (ok, or the failure kind).',
       labelNames: ['outcome', 'operation'],
@@ -206,7 +207,7 @@ export class GatewayMetrics {
       registers,
     });
     for (const operation of KNOWN.connectorOperations) for (const kind of KNOWN.connectorErrors) this.connectorErrors.inc({ kind, operation }, 0);
-    this.connectorCallDuration = new Histogram({
+    this.connectorCallDuration = new SeriesHistogram({
       name: 'gateway_connector_call_duration_seconds',
       help: 'Time spent waiting for the processor-connector, by call: create, get, list, status (D48).',
       labelNames: ['operation'],
@@ -228,7 +229,7 @@ export class GatewayMetrics {
     });
     for (const operation of KNOWN.cardOperations) this.cardOperations.inc({ operation, outcome: operation === 'status_change' ? 'changed' : 'ok' }, 0);
     this.storeUnavailable = counter('gateway_store_unavailable_total', 'Requests answered 503 because the shared store did not answer (D23).');
-    this.storeCommandDuration = new Histogram({
+    this.storeCommandDuration = new SeriesHistogram({
       name: 'gateway_store_command_duration_seconds',
       help: 'Time each store operation took, failures included.',
       labelNames: ['operation'],

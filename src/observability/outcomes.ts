@@ -101,23 +101,13 @@ export interface Outcomes {
 }
 
 /**
- * The connector metrics' label objects, one set per call and result, made once: the call every
- * card makes allocates none (prom-client only reads them).
+ * The connector metrics' series of one call and result, looked up once: prom-client would
+ * otherwise hash a label set on every observation of every card.
  */
-interface ConnectorLabels {
-  duration: { outcome: ConnectorCallResult; operation: ConnectorOperation };
-  error: { kind: ConnectorCallResult; operation: ConnectorOperation };
-  call: { operation: ConnectorOperation };
-}
-const CONNECTOR_LABELS = new Map<string, ConnectorLabels>();
-function connectorLabels(result: ConnectorCallResult, operation: ConnectorOperation): ConnectorLabels {
-  const key = `${operation} ${result}`;
-  let labels = CONNECTOR_LABELS.get(key);
-  if (labels === undefined) {
-    labels = { duration: { outcome: result, operation }, error: { kind: result, operation }, call: { operation } };
-    CONNECTOR_LABELS.set(key, labels);
-  }
-  return labels;
+interface ConnectorSeries {
+  duration: { observe(value: number): void };
+  call: { observe(value: number): void };
+  error: { inc(): void };
 }
 
 export class OutcomeRecorder implements Outcomes {
@@ -342,11 +332,31 @@ export class OutcomeRecorder implements Outcomes {
   }
 
   connectorCalled(result: ConnectorCallResult, seconds: number, operation: ConnectorOperation = 'create'): void {
-    const labels = connectorLabels(result, operation);
-    this.metrics.connectorDuration.observe(labels.duration, seconds);
-    this.metrics.connectorCallDuration.observe(labels.call, seconds);
+    const series = this.#connectorSeries(result, operation);
+    series.duration.observe(seconds);
+    series.call.observe(seconds);
     // The alerts divide these by the calls, per operation (D60). A connector's "not found" is an
     // answer (ok), whatever 4xx said it.
-    if (result !== 'ok') this.metrics.connectorErrors.inc(labels.error);
+    if (result !== 'ok') series.error.inc();
+  }
+
+  readonly #connector = new Map<string, ConnectorSeries>();
+
+  #connectorSeries(result: ConnectorCallResult, operation: ConnectorOperation): ConnectorSeries {
+    const key = `${operation} ${result}`;
+    let series = this.#connector.get(key);
+    if (series === undefined) {
+      const { metrics } = this;
+      series = {
+        duration: metrics.connectorDuration.labels({ outcome: result, operation }),
+        call: metrics.connectorCallDuration.labels({ operation }),
+        // Made on the first failure only: a series at 0 is made by the metrics' own start.
+        get error() {
+          return metrics.connectorErrors.labels({ kind: result, operation });
+        },
+      };
+      this.#connector.set(key, series);
+    }
+    return series;
   }
 }
