@@ -9,6 +9,7 @@ import { resolvedOrigin } from './request-budget.js';
 import { sendError } from './error-handler.js';
 import { errors } from '../foundation/errors.js';
 import { MAX_URL_BYTES, urlCarriesToken } from './url-checks.js';
+import { routeOf } from './request-context.js';
 
 /**
  * The first hook of every request, before body parsing or anything that costs: the correlation
@@ -24,6 +25,7 @@ export function installEdgeGuards(
   const { live, clock, audit, outcomes, metrics } = deps;
   app.decorateRequest('clientAddress', '');
   app.decorateRequest('principal', undefined);
+  app.decorateRequest('routeFacts', undefined);
   // Set when close() starts: requests that arrive on kept-alive sockets while in-flight ones
   // drain get the 503 envelope (Fastify's own closing answer is not one) and Connection: close.
   let draining = false;
@@ -84,7 +86,7 @@ export function installEdgeGuards(
       sendError(reply, errors.tokenInUrl(), clock);
       return;
     }
-    const audited = request.routeOptions.config.policy?.audited;
+    const audited = routeOf(request).policy?.audited;
     if ((audited === true || (typeof audited === 'function' && audited(request))) && !audit.writable) {
       metrics.auditRefusals.inc();
       sendError(reply, errors.auditUnavailable(), clock);

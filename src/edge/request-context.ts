@@ -1,7 +1,7 @@
 import type { Credential, Permission } from '../config/credentials-file.js';
 import type { AccessClaims } from '../auth/token-service.js';
 import type { LimitedAction } from '../auth/auth-rate-limits.js';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyRequest } from 'fastify';
 import type { RequestContext } from '../observability/outcomes.js';
 
 /** Who is calling, resolved on every request by the bearer guard (D7). */
@@ -31,8 +31,40 @@ export interface RoutePolicy {
   audited?: boolean | ((request: FastifyRequest) => boolean);
 }
 
+/**
+ * What the hooks read of the route a request took. Fastify's `request.routeOptions` builds a new
+ * object of a dozen fields on every read, and a card request read it seven times (issue 34):
+ * these are made once per route and found once per request.
+ */
+export interface RouteFacts {
+  /** The route's template; undefined for the not-found handler. */
+  readonly url: string | undefined;
+  readonly policy: RoutePolicy | undefined;
+  /** The route's body schema, which the strict JSON reader walks beside the text. */
+  readonly bodySchema: unknown;
+}
+
+const FACTS = new WeakMap<object, RouteFacts>();
+
+/** The facts of the route `request` took (made on the first request of each route). */
+export function routeOf(request: FastifyRequest): RouteFacts {
+  if (request.routeFacts !== undefined) return request.routeFacts;
+  const options = request.routeOptions;
+  // One config object per route: its facts are made once.
+  const config = options.config as FastifyContextConfig & object;
+  let facts = FACTS.get(config);
+  if (facts === undefined) {
+    facts = { url: options.url, policy: config.policy, bodySchema: options.schema?.body };
+    FACTS.set(config, facts);
+  }
+  request.routeFacts = facts;
+  return facts;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
+    /** Set by routeOf on the request's first look at its route. */
+    routeFacts: RouteFacts | undefined;
     /** The client's address: socket or trusted-proxy report, IPv4-mapped unwrapped (D10). */
     clientAddress: string;
     principal: Principal | undefined;
@@ -46,5 +78,5 @@ declare module 'fastify' {
 
 /** Who a request came from and which route it took, as outcomes record them. */
 export function requestContext(request: FastifyRequest): RequestContext {
-  return { correlationId: request.id, clientAddress: request.clientAddress, route: `${request.method} ${request.routeOptions.url ?? 'unmatched'}` };
+  return { correlationId: request.id, clientAddress: request.clientAddress, route: `${request.method} ${routeOf(request).url ?? 'unmatched'}` };
 }

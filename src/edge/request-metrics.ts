@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayMetrics } from '../observability/metrics.js';
+import { routeOf } from './request-context.js';
 
 /**
  * The route label of answers written before routing: the per-address 429s (D53), which must cost
@@ -31,7 +32,7 @@ export function installRequestMetrics(app: FastifyInstance, metrics: GatewayMetr
   // the label object on every observation.
   const children = new Map<string, { count: { inc(): void }; duration: { observe(value: number): void } }>();
   app.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? knownRoutes.get(request) ?? 'unmatched';
+    const route = routeOf(request).url ?? knownRoutes.get(request) ?? 'unmatched';
     const key = `${request.method} ${route} ${reply.statusCode}`;
     let child = children.get(key);
     if (!child) {

@@ -4,7 +4,7 @@ import { addressBucket } from '../foundation/address-ranges.js';
 import { errors } from '../foundation/errors.js';
 import type { Outcome, Outcomes } from '../observability/outcomes.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
-import { requestContext } from './request-context.js';
+import { requestContext, routeOf } from './request-context.js';
 
 /** Whose attempts a limiter counts (D11, D27): the client's address, the submitted username, the credential. */
 const SUBJECTS: Record<LimitedAction, (request: FastifyRequest) => string> = {
@@ -30,7 +30,7 @@ const REFUSED: Record<LimitedAction, (request: FastifyRequest) => Outcome> = {
  */
 export function permissionHook(deps: { outcomes: Outcomes }) {
   return function checkPermission(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
-    const declared = request.routeOptions.config.policy?.permission;
+    const declared = routeOf(request).policy?.permission;
     const credential = request.principal?.credential;
     if (declared === undefined || credential === undefined) return done();
     for (const needed of declared(request)) {
@@ -78,7 +78,7 @@ export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRate
   };
   // Callback hooks: routes without limits (card creation) pass without a promise.
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    const actions = request.routeOptions.config.policy?.limits?.filter((action) => BEFORE_BODY.has(action));
+    const actions = routeOf(request).policy?.limits?.filter((action) => BEFORE_BODY.has(action));
     if (!actions || actions.length === 0) return done(null, payload);
     const states: LimitState[] = [];
     early.set(request, states);
@@ -88,7 +88,7 @@ export function installRateLimits(app: FastifyInstance, deps: { limits: AuthRate
     );
   });
   app.addHook('preHandler', (request, reply, done) => {
-    const policy = request.routeOptions.config.policy;
+    const policy = routeOf(request).policy;
     const declared = policy?.limits;
     if (!declared || declared.length === 0) return done();
     const states = early.get(request) ?? [];

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { errors } from '../foundation/errors.js';
 import { parseStrictJson, StrictJsonError, type SchemaNode } from './strict-json.js';
+import { routeOf } from './request-context.js';
 
 /**
  * Replaces Fastify's JSON body parser (D29, D42): nesting past 32 levels, duplicate member names
@@ -13,7 +14,7 @@ export function installStrictJson(app: FastifyInstance): void {
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') return done(errors.emptyBody(), undefined);
-    const schema = request.routeOptions.schema?.body;
+    const schema = routeOf(request).bodySchema;
     try {
       done(null, parseStrictJson(body as string, schema !== null && typeof schema === 'object' ? (schema as SchemaNode) : undefined));
     } catch (error) {
