@@ -3,7 +3,7 @@ import type { ErrorCode } from '../foundation/error-catalogue.js';
 import { addressBucket } from '../foundation/address-ranges.js';
 import { FileAppender, type AppenderState } from './file-appender.js';
 import { maskCardNumbers } from '../foundation/card-number-detector.js';
-import { maskedForLine } from './line-masking.js';
+import { maskedForLine, UNMASKED_FIELDS } from './line-masking.js';
 
 export type AuditEventName =
   | 'login.succeeded'
@@ -107,51 +107,44 @@ export interface AuditSink {
 
 export const DENIAL_WINDOW_MS = 60_000;
 
+/** The fields of a line, in the order they are written (after `time`; a summary's count and window last). */
+const LINE_FIELDS = [
+  'event',
+  'correlationId',
+  'credential',
+  'clientAddress',
+  'outcome',
+  'reason',
+  'requestId',
+  'cardId',
+  'from',
+  'to',
+  'changed',
+  'route',
+  'cardIds',
+  'endpointId',
+  'eventId',
+  'redelivered',
+  'count',
+  'windowStart',
+  'windowEnd',
+] as const satisfies readonly (keyof DenialSummary)[];
+
 /**
- * One line: the fields in a fixed order, every string of client origin passed through the
- * card-number detector (D58, line-masking.ts), whichever field carries it.
+ * One line: the fields in a fixed order, absent ones left out, every string of client origin
+ * passed through the card-number detector (D58, line-masking.ts), whichever field carries it.
+ * Written field by field: the JSON of the object with every field, masked, without making it
+ * (a line a card, issue 34).
  */
 function line(time: number, event: AuditEvent | DenialSummary): string {
-  const {
-    event: name,
-    correlationId,
-    clientAddress,
-    outcome,
-    credential,
-    reason,
-    requestId,
-    cardId,
-    from,
-    to,
-    changed,
-    route,
-    cardIds,
-    endpointId,
-    eventId,
-    redelivered,
-  } = event;
-  const summary = 'count' in event ? { count: event.count, windowStart: event.windowStart, windowEnd: event.windowEnd } : {};
-  const record = {
-    time: new Date(time).toISOString(),
-    event: name,
-    correlationId,
-    credential,
-    clientAddress,
-    outcome,
-    reason,
-    requestId,
-    cardId,
-    from,
-    to,
-    changed,
-    route,
-    cardIds,
-    endpointId,
-    eventId,
-    redelivered,
-    ...summary,
-  };
-  return `${JSON.stringify(maskedForLine(record))}\n`;
+  let text = `{"time":"${new Date(time).toISOString()}"`;
+  const fields = event as Partial<Record<(typeof LINE_FIELDS)[number], unknown>>;
+  for (const field of LINE_FIELDS) {
+    const value = fields[field];
+    if (value === undefined) continue;
+    text += `,"${field}":${JSON.stringify(UNMASKED_FIELDS.has(field) ? value : maskedForLine(value))}`;
+  }
+  return `${text}}\n`;
 }
 
 /**
