@@ -8,6 +8,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { percentile } from './yardstick.js';
 
 export interface ReceiverStats {
   /** Deliveries answered since the last reset. */
@@ -54,20 +55,19 @@ export async function startWebhookReceiver(): Promise<{ url: string; stats(): Re
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const percentile = (sorted: number[], p: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0);
+  const at = (p: number) => (latencies.length === 0 ? 0 : Math.round(percentile(latencies, p)));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`,
     stats() {
-      const sorted = [...latencies].sort((a, b) => a - b);
       return {
         received,
         unique: ids.size,
         firstAtMs: Math.round(firstAtMs),
         lastAtMs: Math.round(lastAtMs),
-        p50Us: percentile(sorted, 50),
-        p99Us: percentile(sorted, 99),
-        p999Us: percentile(sorted, 99.9),
-        maxUs: Math.round(sorted.at(-1) ?? 0),
+        p50Us: at(50),
+        p99Us: at(99),
+        p999Us: at(99.9),
+        maxUs: Math.round(latencies.reduce((max, value) => Math.max(max, value), 0)),
       };
     },
     reset() {

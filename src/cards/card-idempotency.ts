@@ -229,17 +229,14 @@ export class CardClaims<R extends ClaimRequest> {
       const announced = this.announce?.(request, issued);
       return announced ? Promise.all([write, announced]) : write;
     };
-    if (this.#answerAfterRecord) {
-      const recorded = pendingRecords.track(recordKey, issued.record, record());
-      await recorded;
-      return { issued, recorded };
-    }
-    // The record and its event are made once the answer is on its way (issue 34): their JSON,
-    // encoding and commands cost about as much CPU as the claim, and the client waits for none of
-    // it. Both still go in one turn, so they share a round trip. An immediate runs before the
-    // loop reads any socket again, so nothing the client does after this answer (a status change
-    // and its event) can reach the store ahead of them from this process.
-    const recorded = pendingRecords.track(recordKey, issued.record, new Promise<void>((resolve) => setImmediate(resolve)).then(record));
+    // Without replicasToAck the record and its event are made once the answer is on its way
+    // (issue 34): their JSON, encoding and commands cost about as much CPU as the claim, and the
+    // client waits for none of it. Both still go in one turn, so they share a round trip. An
+    // immediate runs before the loop reads any socket again, so nothing the client does after
+    // this answer (a status change and its event) can reach the store ahead of them from this process.
+    const written = this.#answerAfterRecord ? record() : new Promise<void>((resolve) => setImmediate(resolve)).then(record);
+    const recorded = pendingRecords.track(recordKey, issued.record, written);
+    if (this.#answerAfterRecord) await recorded;
     return { issued, recorded };
   }
 }

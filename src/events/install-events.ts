@@ -99,16 +99,22 @@ export function buildEvents(deps: EventsDeps): EventsCapability {
   });
   let running = false;
   let nudge: NodeJS.Timeout | undefined;
+  /** The endpoints of the events recorded since the nudge was set: only their queues have something new. */
+  let nudged = new Set<string>();
   const recorder = new EventRecorder({
     store,
     clock,
     settings: current,
     recorded: (draft: EventDraft, endpoints) => {
       metrics.recorded.inc({ type: draft.type, source: draft.source });
-      if (!running || endpoints.length === 0 || nudge) return;
+      if (!running || endpoints.length === 0) return;
+      for (const endpoint of endpoints) nudged.add(endpoint);
+      if (nudge) return;
       nudge = setTimeout(() => {
+        const chosen = nudged;
         nudge = undefined;
-        void loop.claimNow();
+        nudged = new Set();
+        void loop.claimNow(chosen);
       }, NUDGE_MS);
       nudge.unref();
     },

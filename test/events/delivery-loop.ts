@@ -351,6 +351,25 @@ export function deliveryLoopSuite(name: string, open: (clock: ManualClock) => Pr
       await h.loop.idle();
     });
 
+    it("a nudge claims only for the endpoints it names: another endpoint's due delivery waits for its round", async () => {
+      const h = await harness({ pollIntervalMs: 3_600_000 });
+      const named = await h.receiver(204);
+      const other = await h.receiver(204);
+      h.endpoint('named', named);
+      h.endpoint('other', other);
+      await recordEvent(h.stores.events, h.clock, 1, ['named', 'other']);
+      h.loop.start();
+      await h.loop.claimNow(new Set(['named']));
+      await named.waitForRequests(1);
+      await h.loop.idle();
+      expect(other.requests).toHaveLength(0);
+      expect((await h.stores.events.backlog(h.ref('other'))).pending).toBe(1);
+      // Its round takes it.
+      await h.loop.runOnce(h.clock.now());
+      await other.waitForRequests(1);
+      await h.loop.idle();
+    });
+
     it('hands a delivery to another replica once the lease of one that died mid-send has ended', async () => {
       const h = await harness();
       const hooks = await h.receiver('hold');

@@ -215,14 +215,14 @@ export class DeliveryLoop {
   }
 
   /**
-   * Claims what is due for every endpoint now, without refreshing the gauges: the nudge after a
-   * new event (the rounds keep the gauges). Resolves once the sends are started.
+   * Claims what is due for the named endpoints now (every one when none is named), without
+   * refreshing the gauges: the nudge after new events, for the endpoints they were queued for
+   * (the rounds keep the gauges). Resolves once the sends are started.
    */
-  async claimNow(): Promise<void> {
+  async claimNow(endpointIds?: ReadonlySet<string>): Promise<void> {
     const now = this.#options.clock.now();
-    await Promise.allSettled(
-      this.#options.endpoints().map((endpoint) => this.#claim(endpoint, { issuingAccount: endpoint.issuingAccount, endpointId: endpoint.id }, now)),
-    );
+    const chosen = this.#options.endpoints().filter((endpoint) => !endpointIds || endpointIds.has(endpoint.id));
+    await Promise.allSettled(chosen.map((endpoint) => this.#claim(endpoint, { issuingAccount: endpoint.issuingAccount, endpointId: endpoint.id }, now)));
   }
 
   #start(endpoint: DeliveryEndpoint, ref: EndpointRef, delivery: ClaimedDelivery): void {
